@@ -1,0 +1,170 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/pgquectl/pgquectl/internal/config"
+)
+
+// exitUsage is the exit code for usage errors (bad flags, bad arguments).
+const exitUsage = 2
+
+// usageError marks an error as the user's invocation being wrong.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+// exitCodeError lets a command choose its exit code (status --check).
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+// app carries what every command needs: viper, writers and the logger.
+type app struct {
+	v      *viper.Viper
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// Main runs pgquectl with args and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	a := &app{v: viper.New(), stdout: stdout, stderr: stderr}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ec exitCodeError
+	if errors.As(err, &ec) {
+		if ec.err != nil {
+			fmt.Fprintln(stderr, "pgquectl:", ec.err)
+		}
+		return ec.code
+	}
+	fmt.Fprintln(stderr, "pgquectl:", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return 1
+}
+
+// isCobraUsage recognises cobra's own flag and argument errors.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand", "unknown command", "invalid argument", "flag needs an argument", "accepts ", "requires at least", "requires at most", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pgquectl",
+		Short: "A PostgreSQL-native message queue: install, tick, serve, watch",
+		Long: `pgquectl turns any PostgreSQL 14+ into a message queue in the PgQ tradition:
+insert-only rotated event tables, snapshot-based batches, sub-second ticking
+through pg_cron, no C extension and no superuser.
+
+Connection: --dsn, else PGQUE_DSN, else DATABASE_URL, else the standard PG*
+variables (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, ...).
+Configuration file: ./pgquectl.yaml, or --config FILE. Precedence:
+flags > environment (PGQUE_ prefix) > file > defaults.
+
+Start here:
+  pgquectl dev                     throwaway local PostgreSQL with everything running
+  pgquectl install --dsn URL       put the engine into your database
+  pgquectl tick --hz 100           tick ten times faster than a second
+  pgquectl status                  is it healthy right now?`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.loadConfig(cmd)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.String("dsn", "", "PostgreSQL connection string or URL (env PGQUE_DSN or DATABASE_URL; default: PG* variables)")
+	pf.String("config", "", "config file (default ./pgquectl.yaml when present)")
+	pf.Duration("connect-timeout", config.DefaultConnectTimeout, "how long to wait for a connection")
+	pf.String("log-level", "info", "log level: debug, info, warn, error")
+	for _, name := range []string{"dsn", "connect-timeout", "log-level"} {
+		_ = a.v.BindPFlag(name, pf.Lookup(name))
+	}
+	_ = a.v.BindEnv("dsn", "PGQUE_DSN", "DATABASE_URL")
+	a.v.SetEnvPrefix("PGQUE")
+	a.v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	a.v.AutomaticEnv()
+
+	for _, add := range commands {
+		root.AddCommand(add(a))
+	}
+	return root
+}
+
+// commands lists the constructors of the sub-commands; each command's file
+// appends to it from init so root.go does not change when one is added.
+var commands []func(*app) *cobra.Command
+
+func (a *app) loadConfig(cmd *cobra.Command) error {
+	file, _ := cmd.Flags().GetString("config")
+	if file != "" {
+		a.v.SetConfigFile(file)
+	} else {
+		a.v.SetConfigName("pgquectl")
+		a.v.SetConfigType("yaml")
+		a.v.AddConfigPath(".")
+	}
+	if err := a.v.ReadInConfig(); err != nil {
+		var nf viper.ConfigFileNotFoundError
+		if file != "" || !errors.As(err, &nf) {
+			return usagef("reading config file: %w (fix the file or pass --config with another path)", err)
+		}
+	}
+	// Bind this command's own flags so file and env values reach them too.
+	if err := a.v.BindPFlags(cmd.Flags()); err != nil {
+		return fmt.Errorf("binding flags: %w", err)
+	}
+	level := new(slog.LevelVar)
+	if err := level.UnmarshalText([]byte(a.v.GetString("log-level"))); err != nil {
+		return usagef("--log-level: %w", err)
+	}
+	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	return nil
+}
+
+// conn returns the connection settings from flags, env and file.
+func (a *app) conn() config.Connection {
+	timeout := a.v.GetDuration("connect-timeout")
+	if timeout <= 0 {
+		timeout = config.DefaultConnectTimeout
+	}
+	return config.Connection{DSN: a.v.GetString("dsn"), ConnectTimeout: timeout, ApplicationName: "pgquectl"}
+}
+
+// durationFlag is a helper for commands that need a duration from viper.
+func (a *app) durationFlag(name string) time.Duration { return a.v.GetDuration(name) }

@@ -1,0 +1,14 @@
+-- pgque.set_tick_period_ms(p_period_ms): set the installation's default tick
+-- period (queues without their own tick_period_ms use it); NULL returns to the
+-- classic PgQ thresholds. Returns: the period. Writes: settings.
+-- Called by: pgquectl tick, administrators.
+CREATE OR REPLACE FUNCTION pgque.set_tick_period_ms(p_period_ms int)
+RETURNS int
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+BEGIN
+    PERFORM pgque.set_setting('tick_period_ms', p_period_ms::text);
+    RETURN p_period_ms;
+END;
+$$;

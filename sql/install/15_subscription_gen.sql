@@ -1,0 +1,11 @@
+-- pgque.subscription_gen(): which child of pgque.subscription holds the live
+-- cursor rows now (advanced by rotate_metadata through a sequence, so reading
+-- it costs no row lock and writes nothing). Locks: none.
+-- Called by: consumer registration, rotate_metadata.
+CREATE OR REPLACE FUNCTION pgque.subscription_gen()
+RETURNS smallint
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT (coalesce(pg_sequence_last_value('pgque.subscription_gen_seq'), 0) % 3)::smallint;
+$$;

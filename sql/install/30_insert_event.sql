@@ -1,0 +1,36 @@
+-- pgque.insert_event(queue_name, ev_type, ev_data[, ev_extra1..4]): the PgQ
+-- primitive: insert one event into the queue's current event table.
+-- Insert-only: reads the queue row without a lock, INSERTs one row.
+-- Returns: the event id. Locks: none beyond the INSERT's own.
+-- Writes: event_<q>_<cur>. Called by: send(), producers.
+CREATE OR REPLACE FUNCTION pgque.insert_event(queue_name text, ev_type text, ev_data text,
+                                              ev_extra1 text, ev_extra2 text, ev_extra3 text, ev_extra4 text)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_queue_id int;
+    v_cur      int;
+    v_id       bigint;
+BEGIN
+    SELECT q.queue_id, q.queue_cur_table INTO v_queue_id, v_cur
+      FROM pgque.queue q WHERE q.queue_name = insert_event.queue_name;
+    IF NOT FOUND THEN
+        PERFORM pgque.find_queue(insert_event.queue_name);  -- raises the standard error
+    END IF;
+    EXECUTE format('INSERT INTO %s (ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4) '
+                   'VALUES ($1, $2, $3, $4, $5, $6) RETURNING ev_id', pgque.event_table(v_queue_id, v_cur))
+       INTO v_id
+      USING ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4;
+    RETURN v_id;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION pgque.insert_event(queue_name text, ev_type text, ev_data text)
+RETURNS bigint
+LANGUAGE sql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT pgque.insert_event(queue_name, ev_type, ev_data, NULL::text, NULL::text, NULL::text, NULL::text);
+$$;

@@ -1,0 +1,25 @@
+-- pgque.force_next_tick(i_queue_name) / pgque.force_tick(i_queue_name): make
+-- the next ticker() call tick this queue whatever its thresholds say.
+-- Returns: the queue's latest tick id. Locks: the queue row. Writes: queue.
+-- Called by: tests, admins, consumers that want a batch now.
+CREATE OR REPLACE FUNCTION pgque.force_next_tick(i_queue_name text)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_queue pgque.queue := pgque.find_queue(i_queue_name);
+BEGIN
+    UPDATE pgque.queue SET queue_force_tick = true
+     WHERE queue_id = v_queue.queue_id AND NOT queue_force_tick;
+    RETURN (SELECT max(tick_id) FROM pgque.tick WHERE tick_queue = v_queue.queue_id);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION pgque.force_tick(i_queue_name text)
+RETURNS bigint
+LANGUAGE sql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT pgque.force_next_tick(i_queue_name);
+$$;

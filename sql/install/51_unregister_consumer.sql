@@ -1,0 +1,25 @@
+-- pgque.unregister_consumer(x_queue_name, x_consumer_name): remove a
+-- consumer's subscription, its pending retries and its open batch.
+-- Returns: 1 removed, 0 was not subscribed. Locks: the queue's tick lock.
+-- Writes: subscription, retry_queue. Called by: unsubscribe(), admins.
+CREATE OR REPLACE FUNCTION pgque.unregister_consumer(x_queue_name text, x_consumer_name text)
+RETURNS int
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_queue  pgque.queue := pgque.find_queue(x_queue_name);
+    v_sub_id int;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+    DELETE FROM pgque.subscription s
+     USING pgque.consumer c
+     WHERE s.sub_queue = v_queue.queue_id AND s.sub_consumer = c.co_id AND c.co_name = x_consumer_name
+    RETURNING s.sub_id INTO v_sub_id;
+    IF v_sub_id IS NULL THEN
+        RETURN 0;
+    END IF;
+    DELETE FROM pgque.retry_queue WHERE ev_owner = v_sub_id;
+    RETURN 1;
+END;
+$$;

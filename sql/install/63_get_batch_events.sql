@@ -1,0 +1,22 @@
+-- pgque.get_batch_events(x_batch_id): all events of an open batch (PgQ
+-- primitive; ignores receive()'s position). Unknown or finished batch: no
+-- rows. Locks: none. Called by: PgQ-style consumers.
+CREATE OR REPLACE FUNCTION pgque.get_batch_events(x_batch_id bigint)
+RETURNS TABLE (ev_id bigint, ev_time timestamptz, ev_txid bigint, ev_retry int4, ev_type text,
+               ev_data text, ev_extra1 text, ev_extra2 text, ev_extra3 text, ev_extra4 text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_sub pgque.subscription;
+BEGIN
+    SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_batch = x_batch_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+        SELECT e.ev_id, e.ev_time, e.ev_txid::text::bigint, e.ev_retry, e.ev_type, e.ev_data,
+               e.ev_extra1, e.ev_extra2, e.ev_extra3, e.ev_extra4
+          FROM pgque.batch_event_rows(v_sub, NULL, NULL) e;
+END;
+$$;

@@ -1,0 +1,29 @@
+-- pgque.ack(i_batch_id): acknowledge what the last receive() returned from
+-- this batch. When that was the rest of the batch the batch is finished (the
+-- cursor moves to its end tick); otherwise the batch stays open with its
+-- position moved past the returned events. A batch opened by next_batch()
+-- and never received is finished whole (PgQ's finish_batch).
+-- Returns: 1 acknowledged, 0 unknown or already finished batch.
+-- Locks: the subscription row. Writes: subscription.
+-- Called by: consumers (pgque_reader).
+CREATE OR REPLACE FUNCTION pgque.ack(i_batch_id bigint)
+RETURNS int
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_sub pgque.subscription;
+BEGIN
+    SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_batch = i_batch_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN 0;
+    END IF;
+    IF v_sub.sub_batch_recv AND v_sub.sub_batch_sent IS NOT NULL THEN
+        UPDATE pgque.subscription
+           SET sub_batch_pos = sub_batch_sent, sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
+         WHERE sub_id = v_sub.sub_id;
+        RETURN 1;
+    END IF;
+    RETURN pgque.finish_batch(i_batch_id);
+END;
+$$;

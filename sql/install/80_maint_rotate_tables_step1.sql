@@ -1,0 +1,47 @@
+-- pgque.maint_rotate_tables_step1(i_queue_name): switch the queue's inserts
+-- to its next event table once rotation_period has passed, the previous
+-- switch is confirmed (step 2) and no consumer can still need that table
+-- (the slowest cursor's tick has an xmin above the previous step 2 txid).
+-- The next table is TRUNCATEd first (NOWAIT: busy means try again later).
+-- Returns: 1 switched, 0 not (yet). Locks: the queue's tick lock (try), the
+-- queue row, the next event table (ACCESS EXCLUSIVE NOWAIT).
+-- Writes: queue, truncates an event table. Called by: maint(), the daemon.
+CREATE OR REPLACE FUNCTION pgque.maint_rotate_tables_step1(i_queue_name text)
+RETURNS int
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_queue pgque.queue := pgque.find_queue(i_queue_name);
+    v_min   xid8;
+    v_next  int;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(1885827446, v_queue.queue_id) THEN
+        RETURN 0;
+    END IF;
+    SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = v_queue.queue_id FOR UPDATE;
+    IF v_queue.queue_switch_step2 IS NULL
+       OR now() - v_queue.queue_switch_time < v_queue.queue_rotation_period THEN
+        RETURN 0;
+    END IF;
+    SELECT min(pg_snapshot_xmin(t.tick_snapshot)) INTO v_min
+      FROM pgque.tick_need() n
+      JOIN pgque.tick t ON t.tick_queue = n.queue_id AND t.tick_id = n.cursor_tick
+     WHERE n.queue_id = v_queue.queue_id;
+    IF v_min IS NOT NULL AND v_min <= v_queue.queue_switch_step2 THEN
+        RETURN 0;
+    END IF;
+    v_next := (v_queue.queue_cur_table + 1) % v_queue.queue_ntables;
+    BEGIN
+        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT', pgque.event_table(v_queue.queue_id, v_next));
+    EXCEPTION WHEN lock_not_available THEN
+        RETURN 0;
+    END;
+    EXECUTE format('TRUNCATE %s', pgque.event_table(v_queue.queue_id, v_next));
+    UPDATE pgque.queue
+       SET queue_cur_table = v_next, queue_switch_step1 = pg_current_xact_id(),
+           queue_switch_step2 = NULL, queue_switch_time = now()
+     WHERE queue_id = v_queue.queue_id;
+    RETURN 1;
+END;
+$$;

@@ -1,0 +1,104 @@
+-- pgque.rotate_metadata(): keep the tick and subscription tables small and
+-- free of dead tuples while some session holds the xmin horizon.
+-- Ticks (insert-only, child by time slot, see tick_gen): the child that
+-- becomes current next is TRUNCATEd when none of its ticks is needed
+-- (tick_need); when few of many are needed, those are moved to the current
+-- child first and the truncate follows in a later call.
+-- Subscriptions (updated per batch): (a) every non-current child with pages
+-- is TRUNCATEd (live rows stranded there by a racing registration are moved
+-- to the current child first); (b) when the current child has been updated
+-- since its rows moved in and either meta_rotation_ms() has passed or it has
+-- grown past meta_rotation_max_pages, its rows move to the next child, which
+-- becomes current. (a) of a child always runs in a later call than (b).
+-- Lock waits are bounded (5 ms); a busy table is skipped until the next call.
+-- Returns: actions taken. Locks: EXCLUSIVE on a child being moved from,
+-- ACCESS EXCLUSIVE on a child being truncated. Writes: tick, subscription.
+-- Called by: ticker_loop() (every 200 ms), cron, the ticker daemon.
+CREATE OR REPLACE FUNCTION pgque.rotate_metadata()
+RETURNS int
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    c_need_sql constant text :=
+        'SELECT count(*), count(*) FILTER (WHERE t.tick_id >= n.min_tick) '
+        '  FROM %s t LEFT JOIN pgque.tick_need() n ON n.queue_id = t.tick_queue';
+    v_timeout   text := current_setting('lock_timeout');
+    v_done      int := 0;
+    v_period_ms int := pgque.meta_rotation_ms();
+    v_max_pages int := coalesce(pgque.get_setting('meta_rotation_max_pages')::int, 4);
+    v_cur       smallint;
+    v_x         smallint;
+    v_tbl       text;
+    v_total     bigint;
+    v_needed    bigint;
+    v_live      bigint;
+    v_oldest    timestamptz;
+    v_dirty     boolean;
+BEGIN
+    PERFORM set_config('lock_timeout', '5ms', true);
+
+    -- Ticks.
+    v_cur := pgque.tick_gen(now());
+    v_x := (v_cur + 1) % 3;
+    v_tbl := format('pgque.%I', 'tick_' || v_x);
+    IF pg_relation_size(v_tbl::regclass) > 0 THEN
+        BEGIN
+            EXECUTE format(c_need_sql, v_tbl) INTO v_total, v_needed;
+            IF v_needed = 0 THEN
+                EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', v_tbl);
+                EXECUTE format(c_need_sql, v_tbl) INTO v_total, v_needed;
+                IF v_needed = 0 THEN
+                    EXECUTE format('TRUNCATE %s', v_tbl);
+                    v_done := v_done + 1;
+                END IF;
+            ELSIF v_total >= 200 AND v_needed * 4 <= v_total THEN
+                EXECUTE format('LOCK TABLE %s IN EXCLUSIVE MODE', v_tbl);
+                UPDATE pgque.tick t SET tick_gen = v_cur
+                  FROM pgque.tick_need() n
+                 WHERE t.tick_gen = v_x AND t.tick_queue = n.queue_id AND t.tick_id >= n.min_tick;
+                v_done := v_done + 1;
+            END IF;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
+    END IF;
+
+    -- Subscriptions, (a): truncate the non-current children.
+    v_cur := pgque.subscription_gen();
+    FOR v_x IN SELECT g FROM generate_series(0, 2) g WHERE g <> v_cur LOOP
+        v_tbl := format('pgque.%I', 'subscription_' || v_x);
+        CONTINUE WHEN pg_relation_size(v_tbl::regclass) = 0;
+        BEGIN
+            EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', v_tbl);
+            UPDATE pgque.subscription SET sub_gen = v_cur, sub_moved_at = now() WHERE sub_gen = v_x;
+            EXECUTE format('TRUNCATE %s', v_tbl);
+            v_done := v_done + 1;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
+    END LOOP;
+
+    -- Subscriptions, (b): move the current child's rows to the next child.
+    v_tbl := format('pgque.%I', 'subscription_' || v_cur);
+    EXECUTE format('SELECT count(*), min(sub_moved_at), coalesce(bool_or(sub_active > sub_moved_at), false) FROM %s', v_tbl)
+       INTO v_live, v_oldest, v_dirty;
+    IF v_dirty
+       AND (v_oldest <= now() - make_interval(secs => v_period_ms / 1000.0)
+            OR pg_relation_size(v_tbl::regclass) >= (v_max_pages + v_live / 30) * current_setting('block_size')::bigint)
+       AND pg_relation_size(format('pgque.%I', 'subscription_' || ((v_cur + 1) % 3))::regclass) = 0
+    THEN
+        BEGIN
+            EXECUTE format('LOCK TABLE %s IN EXCLUSIVE MODE', v_tbl);
+            v_x := (nextval('pgque.subscription_gen_seq') % 3)::smallint;
+            UPDATE pgque.subscription SET sub_gen = v_x, sub_moved_at = now() WHERE sub_gen = v_cur;
+            v_done := v_done + 1;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
+    END IF;
+
+    PERFORM set_config('lock_timeout', v_timeout, true);
+    RETURN v_done;
+END;
+$$;

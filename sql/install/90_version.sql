@@ -1,0 +1,10 @@
+-- pgque.version(): the engine version installed (keep in step with
+-- internal/install.Version and 00_preamble.sql). Locks: none.
+-- Called by: pgquectl version/install, clients.
+CREATE OR REPLACE FUNCTION pgque.version()
+RETURNS text
+LANGUAGE sql IMMUTABLE
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT '0.1.0'::text;
+$$;

@@ -1,0 +1,51 @@
+-- pgque.get_queue_info([i_queue_name]): one row per queue: its settings, the
+-- effective tick period, the age of its last tick, event rate between the
+-- last two ticks, events not yet ticked (ev_new) and pending_events - an
+-- upper bound (by event ids) of events the slowest consumer has not finished;
+-- without consumers, events not yet ticked. An unknown queue name raises.
+-- Locks: none. Called by: pgquectl status/uninstall, operators.
+CREATE OR REPLACE FUNCTION pgque.get_queue_info(i_queue_name text)
+RETURNS TABLE (queue_name text, queue_ntables int, queue_cur_table int, queue_rotation_period interval,
+               queue_switch_time timestamptz, queue_external_ticker boolean, queue_ticker_paused boolean,
+               queue_ticker_max_count int, queue_ticker_max_lag interval, queue_ticker_idle_period interval,
+               queue_tick_period_ms int, ticker_lag interval, ev_per_sec float8, ev_new bigint,
+               last_tick_id bigint, last_tick_time timestamptz, pending_events bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT q.queue_name, q.queue_ntables, q.queue_cur_table, q.queue_rotation_period, q.queue_switch_time,
+           q.queue_external_ticker, q.queue_ticker_paused, q.queue_ticker_max_count, q.queue_ticker_max_lag,
+           q.queue_ticker_idle_period,
+           coalesce(q.queue_tick_period_ms, (SELECT s.value::int FROM pgque.settings s WHERE s.name = 'tick_period_ms')),
+           now() - l.tick_time,
+           CASE WHEN p.tick_time IS NOT NULL AND l.tick_time > p.tick_time
+                THEN (l.tick_event_seq - p.tick_event_seq) / extract(epoch FROM l.tick_time - p.tick_time)::float8 END,
+           greatest(s.cur_seq - l.tick_event_seq, 0),
+           l.tick_id, l.tick_time,
+           greatest(s.cur_seq - coalesce(c.tick_event_seq, l.tick_event_seq), 0)
+      FROM pgque.queue q
+     CROSS JOIN LATERAL (SELECT coalesce(pg_sequence_last_value(q.queue_event_seq), 0) AS cur_seq) s
+      LEFT JOIN LATERAL (SELECT t.tick_id, t.tick_time, t.tick_event_seq FROM pgque.tick t
+                          WHERE t.tick_queue = q.queue_id ORDER BY t.tick_id DESC LIMIT 1) l ON true
+      LEFT JOIN LATERAL (SELECT t.tick_time, t.tick_event_seq FROM pgque.tick t
+                          WHERE t.tick_queue = q.queue_id AND t.tick_id < l.tick_id
+                          ORDER BY t.tick_id DESC LIMIT 1) p ON true
+      LEFT JOIN LATERAL (SELECT t.tick_event_seq FROM pgque.tick t
+                          WHERE t.tick_queue = q.queue_id
+                            AND t.tick_id = (SELECT min(sb.sub_last_tick) FROM pgque.subscription sb
+                                              WHERE sb.sub_queue = q.queue_id)) c ON true
+     WHERE i_queue_name IS NULL OR q.queue_id = (pgque.find_queue(i_queue_name)).queue_id
+     ORDER BY q.queue_name;
+$$;
+
+CREATE OR REPLACE FUNCTION pgque.get_queue_info()
+RETURNS TABLE (queue_name text, queue_ntables int, queue_cur_table int, queue_rotation_period interval,
+               queue_switch_time timestamptz, queue_external_ticker boolean, queue_ticker_paused boolean,
+               queue_ticker_max_count int, queue_ticker_max_lag interval, queue_ticker_idle_period interval,
+               queue_tick_period_ms int, ticker_lag interval, ev_per_sec float8, ev_new bigint,
+               last_tick_id bigint, last_tick_time timestamptz, pending_events bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT * FROM pgque.get_queue_info(NULL::text);
+$$;

@@ -1,0 +1,40 @@
+-- pgque.get_consumer_info([i_queue_name[, i_consumer_name]]): one row per
+-- subscription: lag (age of its cursor tick), last_seen (since its last batch
+-- operation), cursor, open batch, and pending_events (upper bound by event
+-- ids of events after its cursor). Unknown queue raises. Locks: none.
+-- Called by: pgquectl status, operators.
+CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text, i_consumer_name text)
+RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
+               current_batch bigint, next_tick bigint, pending_events bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT q.queue_name, c.co_name, now() - t.tick_time, now() - s.sub_active, s.sub_last_tick,
+           s.sub_batch, s.sub_next_tick,
+           greatest(coalesce(pg_sequence_last_value(q.queue_event_seq), 0) - t.tick_event_seq, 0)
+      FROM pgque.subscription s
+      JOIN pgque.queue q ON q.queue_id = s.sub_queue
+      JOIN pgque.consumer c ON c.co_id = s.sub_consumer
+      LEFT JOIN pgque.tick t ON t.tick_queue = s.sub_queue AND t.tick_id = s.sub_last_tick
+     WHERE (i_queue_name IS NULL OR q.queue_id = (pgque.find_queue(i_queue_name)).queue_id)
+       AND (i_consumer_name IS NULL OR c.co_name = i_consumer_name)
+     ORDER BY q.queue_name, c.co_name;
+$$;
+
+CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text)
+RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
+               current_batch bigint, next_tick bigint, pending_events bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT * FROM pgque.get_consumer_info(i_queue_name, NULL);
+$$;
+
+CREATE OR REPLACE FUNCTION pgque.get_consumer_info()
+RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
+               current_batch bigint, next_tick bigint, pending_events bigint)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT * FROM pgque.get_consumer_info(NULL, NULL);
+$$;

@@ -1,0 +1,41 @@
+-- pgque.status(): a quick health summary from inside the database:
+-- engine version, queues, the oldest tick age among queues with untick'd
+-- events, the tick period, and pg_cron jobs when pg_cron lives here.
+-- (pgquectl status is the full report.) Returns: (component, status, detail)
+-- with status OK / WARN / CRIT / INFO. Locks: none. Called by: operators.
+CREATE OR REPLACE FUNCTION pgque.status()
+RETURNS TABLE (component text, status text, detail text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_lag  interval;
+    v_jobs int;
+BEGIN
+    component := 'engine'; status := 'OK'; detail := 'version ' || pgque.version();
+    RETURN NEXT;
+    component := 'queues'; status := 'INFO';
+    detail := (SELECT count(*) FROM pgque.queue)::text || ' queue(s), ' || (SELECT count(*) FROM pgque.subscription)::text || ' subscription(s)';
+    RETURN NEXT;
+    SELECT max(i.ticker_lag) INTO v_lag FROM pgque.get_queue_info() i
+     WHERE i.ev_new > 0 AND NOT i.queue_ticker_paused AND NOT i.queue_external_ticker;
+    component := 'ticker';
+    status := CASE WHEN v_lag IS NULL OR v_lag < interval '10 seconds' THEN 'OK'
+                   WHEN v_lag < interval '60 seconds' THEN 'WARN' ELSE 'CRIT' END;
+    detail := CASE WHEN v_lag IS NULL THEN 'no events waiting for a tick'
+                   ELSE 'events waiting for a tick for ' || v_lag::text END;
+    RETURN NEXT;
+    component := 'tick_period'; status := 'INFO';
+    detail := coalesce(pgque.get_setting('tick_period_ms') || ' ms', 'classic thresholds (no tick period set)');
+    RETURN NEXT;
+    component := 'pg_cron';
+    IF to_regclass('cron.job') IS NULL THEN
+        status := 'INFO'; detail := 'pg_cron is not installed in this database (it may run in another one: see pgquectl status)';
+    ELSE
+        EXECUTE 'SELECT count(*) FROM cron.job WHERE jobname LIKE $1' INTO v_jobs USING 'pgque\_%@' || current_database();
+        status := CASE WHEN v_jobs > 0 THEN 'OK' ELSE 'WARN' END;
+        detail := v_jobs || ' pgque job(s) registered';
+    END IF;
+    RETURN NEXT;
+END;
+$$;

@@ -1,0 +1,39 @@
+-- pgque.cron_jobs(i_cron_version): the pg_cron jobs this engine wants, for a
+-- pg_cron version ('1.4.2', '1.6.4', ...). On >= 1.5 the ticker runs in
+-- '1 seconds' slots, otherwise in minute slots; ticker_loop() ticks
+-- sub-second inside its slot either way. Job names are
+-- 'pgque_<what>@<database>' so several databases can share one pg_cron.
+-- run_in_cron_db: the job's command belongs to the cron database (the purge
+-- of pgque's cron.job_run_details rows), not to the engine's.
+-- Locks: none. Called by: start(), pgquectl tick (internal/cron).
+CREATE OR REPLACE FUNCTION pgque.cron_jobs(i_cron_version text)
+RETURNS TABLE (jobname text, schedule text, command text, run_in_cron_db boolean)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_seconds boolean;
+    v_suffix  text := '@' || current_database();
+BEGIN
+    IF i_cron_version IS NULL OR i_cron_version !~ '^\d+\.\d+' THEN
+        RAISE EXCEPTION 'pgque: pg_cron version "%" is not a version number', i_cron_version
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_seconds := (regexp_match(i_cron_version, '^(\d+)\.(\d+)'))::int[] >= ARRAY[1, 5];
+    RETURN QUERY VALUES
+        ('pgque_ticker' || v_suffix, CASE WHEN v_seconds THEN '1 seconds' ELSE '* * * * *' END,
+         'CALL pgque.ticker_loop()', false),
+        ('pgque_maint' || v_suffix, CASE WHEN v_seconds THEN '10 seconds' ELSE '* * * * *' END,
+         'SELECT pgque.maint()', false),
+        ('pgque_retry' || v_suffix, CASE WHEN v_seconds THEN '5 seconds' ELSE '* * * * *' END,
+         'CALL pgque.drain_retry_events()', false),
+        ('pgque_rotate_step2' || v_suffix, CASE WHEN v_seconds THEN '10 seconds' ELSE '* * * * *' END,
+         'SELECT pgque.maint_rotate_tables_step2()', false),
+        ('pgque_rotate_meta' || v_suffix, CASE WHEN v_seconds THEN '5 seconds' ELSE '* * * * *' END,
+         'SELECT pgque.rotate_metadata()', false),
+        ('pgque_cron_purge' || v_suffix, '17 * * * *',
+         format('DELETE FROM cron.job_run_details d USING cron.job j WHERE d.jobid = j.jobid AND j.jobname LIKE %L AND d.end_time < now() - %L::interval',
+                'pgque\_%' || v_suffix, coalesce(pgque.get_setting('cron_run_retention'), '1 day')),
+         true);
+END;
+$$;

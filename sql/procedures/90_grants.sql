@@ -1,0 +1,54 @@
+-- 90_grants.sql: nothing is executable by PUBLIC; each role gets exactly its
+-- functions. pgque_admin is a member of pgque_reader and pgque_writer.
+-- Runs last (after every function exists); re-runnable.
+REVOKE ALL ON ALL ROUTINES IN SCHEMA pgque FROM PUBLIC;
+REVOKE ALL ON SCHEMA pgque FROM PUBLIC;
+GRANT USAGE ON SCHEMA pgque TO pgque_reader, pgque_writer, pgque_admin;
+
+-- Information, for everybody who uses a queue.
+GRANT EXECUTE ON FUNCTION
+    pgque.version(),
+    pgque.get_queue_info(), pgque.get_queue_info(text),
+    pgque.get_consumer_info(), pgque.get_consumer_info(text), pgque.get_consumer_info(text, text),
+    pgque.get_batch_info(bigint),
+    pgque.status()
+TO pgque_reader, pgque_writer;
+
+-- Producers.
+GRANT EXECUTE ON FUNCTION
+    pgque.send(text, jsonb), pgque.send(text, text),
+    pgque.send(text, text, jsonb), pgque.send(text, text, text),
+    pgque.send_batch(text, jsonb[]), pgque.send_batch(text, text[]),
+    pgque.send_batch(text, text, jsonb[]), pgque.send_batch(text, text, text[]),
+    pgque.insert_event(text, text, text),
+    pgque.insert_event(text, text, text, text, text, text, text)
+TO pgque_writer;
+
+-- Consumers.
+GRANT EXECUTE ON FUNCTION
+    pgque.subscribe(text, text), pgque.unsubscribe(text, text),
+    pgque.register_consumer(text, text), pgque.register_consumer_at(text, text, bigint),
+    pgque.unregister_consumer(text, text),
+    pgque.receive(text, text, int), pgque.ack(bigint),
+    pgque.nack(bigint, pgque.message, interval, text),
+    pgque.next_batch(text, text), pgque.next_batch_info(text, text),
+    pgque.get_batch_events(bigint), pgque.finish_batch(bigint),
+    pgque.event_retry(bigint, bigint, timestamptz), pgque.event_retry(bigint, bigint, int)
+TO pgque_reader;
+
+-- Administration.
+GRANT EXECUTE ON FUNCTION
+    pgque.create_queue(text), pgque.drop_queue(text, boolean),
+    pgque.set_queue_config(text, text, text),
+    pgque.ticker(), pgque.ticker(text), pgque.force_next_tick(text), pgque.force_tick(text),
+    pgque.due_queues(int), pgque.tick_need(),
+    pgque.maint(), pgque.maint_retry_events(),
+    pgque.maint_rotate_tables_step1(text), pgque.maint_rotate_tables_step2(),
+    pgque.rotate_metadata(), pgque.meta_rotation_ms(),
+    pgque.dlq_inspect(text, int), pgque.dlq_replay(bigint),
+    pgque.dlq_replay_all(text), pgque.dlq_purge(text, interval),
+    pgque.get_setting(text), pgque.set_setting(text, text), pgque.set_tick_period_ms(int),
+    pgque.cron_jobs(text), pgque.set_cron_version(text),
+    pgque.start(), pgque.stop()
+TO pgque_admin;
+GRANT EXECUTE ON PROCEDURE pgque.ticker_loop(), pgque.drain_retry_events(int) TO pgque_admin;
