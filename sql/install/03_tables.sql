@@ -82,7 +82,9 @@ CREATE TABLE IF NOT EXISTS pgque.tick (
     tick_id        bigint      NOT NULL,
     tick_time      timestamptz NOT NULL DEFAULT now(),
     tick_snapshot  pg_snapshot NOT NULL DEFAULT pg_current_snapshot(),
-    tick_event_seq bigint      NOT NULL
+    tick_event_seq bigint      NOT NULL,
+    -- event ids allocated since the previous tick (an upper bound of its events)
+    tick_new_ids   bigint      NOT NULL DEFAULT 0
 ) PARTITION BY LIST (tick_gen);
 CREATE TABLE IF NOT EXISTS pgque.tick_0 PARTITION OF pgque.tick FOR VALUES IN (0) WITH (autovacuum_enabled = off);
 CREATE TABLE IF NOT EXISTS pgque.tick_1 PARTITION OF pgque.tick FOR VALUES IN (1) WITH (autovacuum_enabled = off);

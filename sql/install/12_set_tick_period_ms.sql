@@ -1,6 +1,7 @@
 -- pgque.set_tick_period_ms(p_period_ms): set the installation's default tick
 -- period (queues without their own tick_period_ms use it); NULL returns to the
--- classic PgQ thresholds. Returns: the period. Writes: settings.
+-- classic PgQ thresholds. Returns: the period. Locks: the settings row.
+-- Writes: settings.
 -- Called by: pgquectl tick, administrators.
 CREATE OR REPLACE FUNCTION pgque.set_tick_period_ms(p_period_ms int)
 RETURNS int

@@ -1,4 +1,5 @@
--- pgque.insert_event(queue_name, ev_type, ev_data[, ev_extra1..4]): the PgQ
+-- pgque.insert_event(queue_name, ev_type, ev_data[, ev_extra1, ev_extra2,
+-- ev_extra3, ev_extra4]): the PgQ
 -- primitive: insert one event into the queue's current event table.
 -- Insert-only: reads the queue row without a lock, INSERTs one row.
 -- Returns: the event id. Locks: none beyond the INSERT's own.

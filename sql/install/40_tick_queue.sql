@@ -32,8 +32,9 @@ BEGIN
         RETURN NULL;
     END IF;
     v_seq := coalesce(pg_sequence_last_value(v_queue.queue_event_seq), 0);
-    INSERT INTO pgque.tick (tick_gen, tick_queue, tick_id, tick_snapshot, tick_event_seq)
-    VALUES (pgque.tick_gen(now()), i_queue_id, nextval(v_queue.queue_tick_seq), pgque.tick_snapshot(), v_seq)
+    INSERT INTO pgque.tick (tick_gen, tick_queue, tick_id, tick_snapshot, tick_event_seq, tick_new_ids)
+    VALUES (pgque.tick_gen(now()), i_queue_id, nextval(v_queue.queue_tick_seq), pgque.tick_snapshot(), v_seq,
+            greatest(v_seq - coalesce(v_last.tick_event_seq, 0), 0))
     RETURNING tick_id INTO v_tick_id;
     IF v_queue.queue_force_tick THEN
         UPDATE pgque.queue SET queue_force_tick = false WHERE queue_id = i_queue_id;

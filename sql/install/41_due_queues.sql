@@ -6,9 +6,10 @@
 --  * forced, or only the creation tick exists -> due;
 --  * with a tick period (queue's, else the installation's): due when the
 --    last tick lies in an earlier period slot and there are new events -
---    event ids allocated since, or a transaction that was in progress at the
---    last tick has ended (it may have inserted events counted by that tick
---    but not visible in it; the ticking transaction itself does not count)
+--    event ids allocated since, or the last tick counted new event ids and a
+--    transaction in progress at it has ended since (it may have inserted
+--    events counted by that tick but not visible in it; the ticking
+--    transaction itself does not count; at most one extra tick follows)
 --    - or when the last tick is ticker_idle_period old;
 --  * classic (no period): with new events, due at ticker_max_count events or
 --    ticker_max_lag; without, when the lag is >= max_lag/2 and >= twice the
@@ -26,11 +27,11 @@ AS $$
         SELECT q.*, coalesce(q.queue_tick_period_ms, cfg.default_period) AS period_ms,
                coalesce(pg_sequence_last_value(q.queue_event_seq), 0) AS cur_seq,
                l.tick_id AS last_id, l.tick_time AS last_time, l.tick_event_seq AS last_seq,
-               l.tick_snapshot AS last_snap, l.xmin AS last_xmin
+               l.tick_snapshot AS last_snap, l.xmin AS last_xmin, l.tick_new_ids AS last_new_ids
           FROM pgque.queue q
          CROSS JOIN cfg
           LEFT JOIN LATERAL (
-                SELECT t.tick_id, t.tick_time, t.tick_event_seq, t.tick_snapshot, t.xmin
+                SELECT t.tick_id, t.tick_time, t.tick_event_seq, t.tick_snapshot, t.xmin, t.tick_new_ids
                   FROM pgque.tick t
                  WHERE t.tick_queue = q.queue_id
                  ORDER BY t.tick_id DESC
@@ -48,7 +49,7 @@ AS $$
         OR CASE
              WHEN q.period_ms IS NOT NULL THEN
                   (q.cur_seq > q.last_seq
-                   OR EXISTS (SELECT 1 FROM pg_snapshot_xip(q.last_snap) x
+                   OR q.last_new_ids > 0 AND EXISTS (SELECT 1 FROM pg_snapshot_xip(q.last_snap) x
                                WHERE pg_visible_in_snapshot(x, pg_current_snapshot())
                                  AND x::text::bigint % 4294967296 <> q.last_xmin::text::bigint))
               AND floor(extract(epoch FROM now()) * 1000 / q.period_ms)

@@ -14,19 +14,37 @@ SET search_path = pgque, pg_catalog
 AS $$
 DECLARE
     v_due     record;
+    v_qid     int;
+    v_last    bigint;
     v_n       bigint := 0;
     v_timeout text := current_setting('lock_timeout');
 BEGIN
     PERFORM set_config('lock_timeout', coalesce(pgque.get_setting('ticker_lock_timeout_ms'), '20') || 'ms', true);
-    FOR v_due IN SELECT * FROM pgque.due_queues(NULL) LOOP
-        BEGIN
-            IF pgque.tick_queue(v_due.queue_id, v_due.last_tick_id) IS NOT NULL THEN
-                v_n := v_n + 1;
-            END IF;
-        EXCEPTION WHEN lock_not_available OR deadlock_detected OR query_canceled THEN
-            RAISE LOG 'pgque: ticker skipped queue % this round: %', v_due.queue_name, SQLERRM;
-        END;
-    END LOOP;
+    BEGIN
+        FOR v_due IN SELECT * FROM pgque.due_queues(NULL) LOOP
+            BEGIN
+                IF pgque.tick_queue(v_due.queue_id, v_due.last_tick_id) IS NOT NULL THEN
+                    v_n := v_n + 1;
+                END IF;
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+                RAISE LOG 'pgque: ticker skipped queue % this round: %', v_due.queue_name, SQLERRM;
+            END;
+        END LOOP;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        -- Some queue's objects are locked (being dropped or altered) and the
+        -- set-based check could not read them: check queue by queue instead.
+        v_n := 0;
+        FOR v_qid IN SELECT q.queue_id FROM pgque.queue q ORDER BY q.queue_id LOOP
+            BEGIN
+                SELECT d.last_tick_id INTO v_last FROM pgque.due_queues(v_qid) d;
+                IF FOUND AND pgque.tick_queue(v_qid, v_last) IS NOT NULL THEN
+                    v_n := v_n + 1;
+                END IF;
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+                RAISE LOG 'pgque: ticker skipped queue id % this round: %', v_qid, SQLERRM;
+            END;
+        END LOOP;
+    END;
     PERFORM set_config('lock_timeout', v_timeout, true);
     RETURN v_n;
 END;

@@ -1,6 +1,7 @@
 -- pgque.subscribe(queue, consumer) / pgque.unsubscribe(queue, consumer):
 -- PgQue's names for register_consumer / unregister_consumer.
--- Returns: 1 changed, 0 nothing to do. Called by: consumers, admins.
+-- Returns: 1 changed, 0 nothing to do. Locks/writes: as those functions.
+-- Called by: consumers, admins.
 CREATE OR REPLACE FUNCTION pgque.subscribe(queue text, consumer text)
 RETURNS int
 LANGUAGE sql SECURITY DEFINER

@@ -1,6 +1,6 @@
 -- pgque.dlq_purge(i_queue_name, i_older_than): delete a queue's dead letters
 -- older than i_older_than (default 30 days; '0' purges all).
--- Returns: rows deleted. Writes: dead_letter. Called by: operators, maint.
+-- Returns: rows deleted. Locks: the deleted rows. Writes: dead_letter. Called by: operators, maint.
 CREATE OR REPLACE FUNCTION pgque.dlq_purge(i_queue_name text, i_older_than interval DEFAULT '30 days')
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER

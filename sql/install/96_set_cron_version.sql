@@ -4,7 +4,7 @@
 -- overrun makes each run end after pg_cron has queued the next one, which
 -- then starts at once: no gap at the handover (it stays below the slot so
 -- queued runs cannot pile up). Returns: the slot in seconds.
--- Writes: settings. Called by: start(), pgquectl tick.
+-- Locks: settings rows. Writes: settings. Called by: start(), pgquectl tick.
 CREATE OR REPLACE FUNCTION pgque.set_cron_version(i_cron_version text)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER

@@ -2,11 +2,11 @@
 -- installed in this database, replacing earlier versions of them (pg_cron's
 -- schedule() updates a job of the same name). When pg_cron lives in another
 -- database, pgquectl tick registers the jobs from there.
--- Returns: jobs registered. Writes: cron.job, settings.
+-- Returns: jobs registered. Locks: cron.job rows. Writes: cron.job, settings.
 -- Called by: pgquectl tick, administrators.
 --
 -- pgque.stop(): unregister exactly pgque's jobs of this database.
--- Returns: jobs removed. Writes: cron.job. Called by: pgquectl tick --off,
+-- Returns: jobs removed. Locks: cron.job rows. Writes: cron.job. Called by: pgquectl tick --off,
 -- uninstall, administrators.
 CREATE OR REPLACE FUNCTION pgque.start()
 RETURNS int

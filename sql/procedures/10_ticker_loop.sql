@@ -42,16 +42,29 @@ BEGIN
             v_next_cfg := clock_timestamp() + interval '1 second';
         END IF;
 
-        PERFORM pgque.ticker();
+        -- A failing round is logged and retried next round; the loop goes on.
+        BEGIN
+            PERFORM pgque.ticker();
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'pgque: ticker() failed this round: % (%)', SQLERRM, SQLSTATE;
+        END;
         COMMIT;
 
         IF clock_timestamp() >= v_next_meta THEN
-            PERFORM pgque.rotate_metadata();
+            BEGIN
+                PERFORM pgque.rotate_metadata();
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'pgque: rotate_metadata() failed: % (%)', SQLERRM, SQLSTATE;
+            END;
             COMMIT;
             v_next_meta := clock_timestamp() + interval '200 milliseconds';
         END IF;
         IF clock_timestamp() >= v_next_sw THEN
-            PERFORM pgque.maint_rotate_tables_step2();
+            BEGIN
+                PERFORM pgque.maint_rotate_tables_step2();
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'pgque: maint_rotate_tables_step2() failed: % (%)', SQLERRM, SQLSTATE;
+            END;
             COMMIT;
             v_next_sw := clock_timestamp() + interval '1 second';
         END IF;
