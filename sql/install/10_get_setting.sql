@@ -3,8 +3,10 @@
 -- Called by: the ticker, rotation, ticker_loop, pgquectl.
 CREATE OR REPLACE FUNCTION pgque.get_setting(i_name text)
 RETURNS text
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT value FROM pgque.settings WHERE name = i_name;
+BEGIN
+    RETURN (SELECT value FROM pgque.settings WHERE name = i_name);
+END;
 $$;

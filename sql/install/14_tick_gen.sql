@@ -3,8 +3,10 @@
 -- Locks: none. Called by: the ticker (insert), rotate_metadata (truncate).
 CREATE OR REPLACE FUNCTION pgque.tick_gen(i_at timestamptz)
 RETURNS smallint
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT (floor(extract(epoch FROM i_at) * 1000 / pgque.meta_rotation_ms())::bigint % 3)::smallint;
+BEGIN
+    RETURN (SELECT (floor(extract(epoch FROM i_at) * 1000 / pgque.meta_rotation_ms())::bigint % 3)::smallint);
+END;
 $$;

@@ -4,8 +4,10 @@
 -- Called by: consumer registration, rotate_metadata.
 CREATE OR REPLACE FUNCTION pgque.subscription_gen()
 RETURNS smallint
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT (coalesce(pg_sequence_last_value('pgque.subscription_gen_seq'), 0) % 3)::smallint;
+BEGIN
+    RETURN (SELECT (coalesce(pg_sequence_last_value('pgque.subscription_gen_seq'), 0) % 3)::smallint);
+END;
 $$;

@@ -30,8 +30,10 @@ $$;
 
 CREATE OR REPLACE FUNCTION pgque.insert_event(queue_name text, ev_type text, ev_data text)
 RETURNS bigint
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT pgque.insert_event(queue_name, ev_type, ev_data, NULL::text, NULL::text, NULL::text, NULL::text);
+BEGIN
+    RETURN (SELECT pgque.insert_event(queue_name, ev_type, ev_data, NULL::text, NULL::text, NULL::text, NULL::text));
+END;
 $$;

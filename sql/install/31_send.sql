@@ -4,32 +4,40 @@
 -- Locks/writes: as insert_event. Called by: producers (pgque_writer).
 CREATE OR REPLACE FUNCTION pgque.send(queue_name text, payload jsonb)
 RETURNS bigint
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT pgque.insert_event(queue_name, 'default', payload::text, NULL::text, NULL::text, NULL::text, NULL::text);
+BEGIN
+    RETURN (SELECT pgque.insert_event(queue_name, 'default', payload::text, NULL::text, NULL::text, NULL::text, NULL::text));
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION pgque.send(queue_name text, payload text)
 RETURNS bigint
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT pgque.insert_event(queue_name, 'default', payload, NULL::text, NULL::text, NULL::text, NULL::text);
+BEGIN
+    RETURN (SELECT pgque.insert_event(queue_name, 'default', payload, NULL::text, NULL::text, NULL::text, NULL::text));
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION pgque.send(queue_name text, type_name text, payload jsonb)
 RETURNS bigint
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT pgque.insert_event(queue_name, type_name, payload::text, NULL::text, NULL::text, NULL::text, NULL::text);
+BEGIN
+    RETURN (SELECT pgque.insert_event(queue_name, type_name, payload::text, NULL::text, NULL::text, NULL::text, NULL::text));
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION pgque.send(queue_name text, type_name text, payload text)
 RETURNS bigint
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT pgque.insert_event(queue_name, type_name, payload, NULL::text, NULL::text, NULL::text, NULL::text);
+BEGIN
+    RETURN (SELECT pgque.insert_event(queue_name, type_name, payload, NULL::text, NULL::text, NULL::text, NULL::text));
+END;
 $$;

@@ -32,24 +32,30 @@ $$;
 
 CREATE OR REPLACE FUNCTION pgque.send_batch(queue_name text, type_name text, payloads jsonb[])
 RETURNS bigint[]
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT pgque.send_batch(queue_name, type_name, payloads::text[]);
+BEGIN
+    RETURN (SELECT pgque.send_batch(queue_name, type_name, payloads::text[]));
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION pgque.send_batch(queue_name text, payloads text[])
 RETURNS bigint[]
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT pgque.send_batch(queue_name, 'default', payloads);
+BEGIN
+    RETURN (SELECT pgque.send_batch(queue_name, 'default', payloads));
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION pgque.send_batch(queue_name text, payloads jsonb[])
 RETURNS bigint[]
-LANGUAGE sql SECURITY DEFINER
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
-    SELECT pgque.send_batch(queue_name, 'default', payloads::text[]);
+BEGIN
+    RETURN (SELECT pgque.send_batch(queue_name, 'default', payloads::text[]));
+END;
 $$;

@@ -18,9 +18,11 @@
 -- Locks: none. Called by: ticker(), ticker(queue), get_queue_info.
 CREATE OR REPLACE FUNCTION pgque.due_queues(i_queue_id int DEFAULT NULL)
 RETURNS TABLE (queue_id int, queue_name text, last_tick_id bigint)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
+BEGIN
+    RETURN QUERY
     WITH cfg AS (
         SELECT (SELECT value::int FROM pgque.settings WHERE name = 'tick_period_ms') AS default_period
     ), q AS (
@@ -64,4 +66,5 @@ AS $$
                        WHERE p.tick_queue = q.queue_id AND p.tick_id < q.last_id
                        ORDER BY p.tick_id DESC LIMIT 1))
            END;
+END;
 $$;
