@@ -372,7 +372,6 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 			t.Fatalf("get_queue_info(%q) = %d rows", name, n)
 		}
 	}
-	before = fingerprint()
 
 	if err := e.sqlErr(`SELECT pgque.send_batch('q', NULL::text[])`); err.Code != "22004" && err.Code != "42704" {
 		t.Fatalf("NULL array on missing queue: %s %s", err.Code, err.Message)

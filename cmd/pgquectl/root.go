@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 
 	"github.com/pgquectl/pgquectl/internal/config"
 )
+
+// defaultConfigFile is read when present and --config is not given.
+const defaultConfigFile = "pgquectl.yaml"
 
 // exitUsage is the exit code for usage errors (bad flags, bad arguments).
 const exitUsage = 2
@@ -132,17 +136,17 @@ var commands []func(*app) *cobra.Command
 
 func (a *app) loadConfig(cmd *cobra.Command) error {
 	file, _ := cmd.Flags().GetString("config")
+	if file == "" {
+		// Only ./pgquectl.yaml: viper's name lookup would also match the
+		// extension-less binary a `go build` leaves in the working directory.
+		if _, err := os.Stat(defaultConfigFile); err == nil {
+			file = defaultConfigFile
+		}
+	}
 	if file != "" {
 		a.v.SetConfigFile(file)
-	} else {
-		a.v.SetConfigName("pgquectl")
-		a.v.SetConfigType("yaml")
-		a.v.AddConfigPath(".")
-	}
-	if err := a.v.ReadInConfig(); err != nil {
-		var nf viper.ConfigFileNotFoundError
-		if file != "" || !errors.As(err, &nf) {
-			return usagef("reading config file: %w (fix the file or pass --config with another path)", err)
+		if err := a.v.ReadInConfig(); err != nil {
+			return usagef("reading config file %s: %w (fix the file or pass --config with another path)", file, err)
 		}
 	}
 	// Bind this command's own flags so file and env values reach them too.
@@ -166,5 +170,5 @@ func (a *app) conn() config.Connection {
 	return config.Connection{DSN: a.v.GetString("dsn"), ConnectTimeout: timeout, ApplicationName: "pgquectl"}
 }
 
-// durationFlag is a helper for commands that need a duration from viper.
+// durationFlag returns a duration flag's value through viper (flag, env, file).
 func (a *app) durationFlag(name string) time.Duration { return a.v.GetDuration(name) }

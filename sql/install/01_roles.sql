@@ -12,7 +12,10 @@ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role) THEN
             BEGIN
                 EXECUTE format('CREATE ROLE %I NOLOGIN', v_role);
-            EXCEPTION WHEN insufficient_privilege THEN
+            EXCEPTION
+                WHEN duplicate_object OR unique_violation THEN
+                    NULL;  -- an install into another database of this cluster created it meanwhile
+                WHEN insufficient_privilege THEN
                 RAISE EXCEPTION 'pgque: role % does not exist and % may not create roles', v_role, current_user
                     USING HINT = 'Ask an administrator to run once: CREATE ROLE pgque_reader NOLOGIN; CREATE ROLE pgque_writer NOLOGIN; CREATE ROLE pgque_admin NOLOGIN; GRANT pgque_reader, pgque_writer TO pgque_admin; then run the install again.';
             END;
@@ -26,7 +29,11 @@ BEGIN
               JOIN pg_catalog.pg_roles u ON u.oid = m.member
              WHERE r.rolname = v_role AND u.rolname = 'pgque_admin')
         THEN
-            EXECUTE format('GRANT %I TO pgque_admin', v_role);
+            BEGIN
+                EXECUTE format('GRANT %I TO pgque_admin', v_role);
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL;  -- granted by a concurrent install into another database
+            END;
         END IF;
     END LOOP;
 END

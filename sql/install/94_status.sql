@@ -32,7 +32,7 @@ BEGIN
     IF to_regclass('cron.job') IS NULL THEN
         status := 'INFO'; detail := 'pg_cron is not installed in this database (it may run in another one: see pgquectl status)';
     ELSE
-        EXECUTE 'SELECT count(*) FROM cron.job WHERE jobname LIKE $1' INTO v_jobs USING 'pgque\_%@' || current_database();
+        EXECUTE 'SELECT count(*) FROM cron.job WHERE jobname LIKE $1' INTO v_jobs USING 'pgque\_%' || pgque.cron_job_suffix();
         status := CASE WHEN v_jobs > 0 THEN 'OK' ELSE 'WARN' END;
         detail := v_jobs || ' pgque job(s) registered';
     END IF;

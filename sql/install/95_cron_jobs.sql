@@ -2,7 +2,8 @@
 -- pg_cron version ('1.4.2', '1.6.4', ...). On >= 1.5 the ticker runs in
 -- '1 seconds' slots, otherwise in minute slots; ticker_loop() ticks
 -- sub-second inside its slot either way. Job names are
--- 'pgque_<what>@<database>' so several databases can share one pg_cron.
+-- 'pgque_<what>' || cron_job_suffix() ('@<database>') so several databases
+-- can share one pg_cron.
 -- run_in_cron_db: the job's command belongs to the cron database (the purge
 -- of pgque's cron.job_run_details rows), not to the engine's.
 -- Locks: none. Called by: start(), pgquectl tick (internal/cron).
@@ -13,7 +14,7 @@ SET search_path = pgque, pg_catalog
 AS $$
 DECLARE
     v_seconds boolean;
-    v_suffix  text := '@' || current_database();
+    v_suffix  text := pgque.cron_job_suffix();
 BEGIN
     IF i_cron_version IS NULL OR i_cron_version !~ '^\d+\.\d+' THEN
         RAISE EXCEPTION 'pgque: pg_cron version "%" is not a version number', i_cron_version

@@ -45,7 +45,7 @@ BEGIN
         RETURN 0;
     END IF;
     EXECUTE 'SELECT count(cron.unschedule(jobid)) FROM cron.job WHERE jobname LIKE $1'
-       INTO v_n USING 'pgque\_%@' || current_database();
+       INTO v_n USING 'pgque\_%' || pgque.cron_job_suffix();
     RETURN v_n;
 END;
 $$;
