@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgquectl/pgquectl/internal/devenv"
+)
+
+func init() { commands = append(commands, newDevCmd) }
+
+// defaultDevStateDir is relative to the working directory.
+const defaultDevStateDir = ".pgquectl/dev"
+
+// devTimeout bounds dev stop / status / destroy (bring-up bounds each step).
+const devTimeout = 2 * time.Minute
+
+// exitNotRunning is the exit code of `dev status` when the cluster is not
+// running (as pg_ctl status).
+const exitNotRunning = 3
+
+func devOptions(a *app, cmd *cobra.Command) (devenv.Options, error) {
+	opts := devenv.Options{
+		StateDir: a.v.GetString("state-dir"),
+		Port:     a.v.GetInt("port"),
+		Fast:     a.v.GetBool("fast"),
+		Database: devenv.DefaultDatabase,
+		Out:      cmd.OutOrStdout(),
+		Log:      a.log,
+	}
+	if opts.StateDir == "" {
+		return opts, usagef("--state-dir must not be empty")
+	}
+	if opts.Port < 0 || opts.Port > 65535 {
+		return opts, usagef("--port %d: want 1..65535, or 0 for a free port", opts.Port)
+	}
+	return opts, nil
+}
+
+// stateFlag repeats --state-dir in printed commands when it is not the default.
+func stateFlag(opts devenv.Options) string {
+	if opts.StateDir == defaultDevStateDir {
+		return ""
+	}
+	return " --state-dir " + opts.StateDir
+}
+
+func newDevCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dev [--state-dir DIR] [--port N]",
+		Short: "Bring up a throwaway local PostgreSQL with pg_cron and the engine installed",
+		Long: `dev finds the PostgreSQL server binaries (pg_config, then
+/usr/lib/postgresql/*/bin), creates a cluster in the state directory if there
+is none, preloads pg_cron when it is installed, starts the cluster on a free
+port (or --port), creates the database "pgque", installs the engine and prints
+the DSN. Running it again is a no-op that prints the same DSN.
+
+As root, PostgreSQL runs as the postgres user, which owns the state directory.
+Missing binaries: bash scripts/setup.sh installs them (Debian/Ubuntu).`,
+		Example: `  pgquectl dev
+  export PGQUE_DSN=$(pgquectl dev dsn)
+  pgquectl dev status
+  pgquectl dev stop
+  pgquectl dev destroy`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := devOptions(a, cmd)
+			if err != nil {
+				return err
+			}
+			env, err := devenv.Up(cmd.Context(), opts, nil)
+			if err != nil {
+				return err
+			}
+			env.Summary(cmd.OutOrStdout(), stateFlag(opts))
+			return nil
+		},
+	}
+	pf := cmd.PersistentFlags()
+	pf.String("state-dir", defaultDevStateDir, "directory holding the cluster, its socket and log")
+	cmd.Flags().Int("port", 0, "TCP port on localhost (default: the previous one, else a free one)")
+	cmd.Flags().Bool("fast", false, "fsync=off: faster, for throwaway test clusters (set when the cluster is created)")
+	cmd.AddCommand(newDevStopCmd(a), newDevStatusCmd(a), newDevDestroyCmd(a), newDevDSNCmd(a))
+	return cmd
+}
+
+func newDevStopCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the dev cluster (keeps its data)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := devOptions(a, cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
+			defer cancel()
+			if err := devenv.Stop(ctx, opts); err != nil {
+				return fmt.Errorf("dev stop: %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster in %s stopped (pgquectl dev%s starts it again)\n", opts.StateDir, stateFlag(opts))
+			return nil
+		},
+	}
+}
+
+func newDevDestroyCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "destroy",
+		Short: "Stop the dev cluster and delete its state directory (all data)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := devOptions(a, cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
+			defer cancel()
+			if err := devenv.Destroy(ctx, opts); err != nil {
+				return fmt.Errorf("dev destroy: %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster in %s destroyed\n", opts.StateDir)
+			return nil
+		},
+	}
+}
+
+func newDevStatusCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the dev cluster: running or not, port, DSN, engine version (exit 3 when not running)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := devOptions(a, cmd)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
+			defer cancel()
+			st, err := devenv.GetStatus(ctx, opts)
+			if errors.Is(err, devenv.ErrNoCluster) {
+				return exitCodeError{exitNotRunning, err}
+			}
+			if err != nil {
+				return fmt.Errorf("dev status: %w", err)
+			}
+			out := cmd.OutOrStdout()
+			state := "stopped"
+			switch {
+			case !st.Initialized:
+				state = "not created"
+			case st.Running:
+				state = fmt.Sprintf("running (pid %d)", st.PID)
+			}
+			fmt.Fprintf(out, "state dir   %s\n", st.StateDir)
+			fmt.Fprintf(out, "cluster     %s\n", state)
+			fmt.Fprintf(out, "postgresql  %s (%s)\n", st.Version, st.BinDir)
+			fmt.Fprintf(out, "port        %d\n", st.Port)
+			fmt.Fprintf(out, "dsn         %s\n", st.EngineDSN)
+			fmt.Fprintf(out, "log         %s\n", st.LogFile)
+			if st.CronPreloaded {
+				fmt.Fprintln(out, "pg_cron     preloaded (jobs in database postgres)")
+			} else {
+				fmt.Fprintln(out, "pg_cron     not installed")
+			}
+			switch {
+			case st.Engine != "":
+				fmt.Fprintf(out, "engine      %s in database %q\n", st.Engine, st.Database)
+			case st.EngineErr != nil:
+				fmt.Fprintf(out, "engine      unknown: %v\n", st.EngineErr)
+			}
+			if !st.Running {
+				return exitCodeError{code: exitNotRunning}
+			}
+			return nil
+		},
+	}
+}
+
+func newDevDSNCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dsn [--db NAME]",
+		Short: "Print the DSN of the dev database (for export PGQUE_DSN=$(pgquectl dev dsn))",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := devOptions(a, cmd)
+			if err != nil {
+				return err
+			}
+			dsn, err := devenv.DSN(opts, a.v.GetString("db"))
+			if err != nil {
+				return fmt.Errorf("dev dsn: %w", err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), dsn)
+			return nil
+		},
+	}
+	cmd.Flags().String("db", devenv.DefaultDatabase, "database name")
+	return cmd
+}

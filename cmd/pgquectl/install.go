@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgquectl/pgquectl/internal/install"
+)
+
+func init() {
+	commands = append(commands, newInstallCmd, newUninstallCmd)
+}
+
+// installTimeout bounds install and uninstall, the wait for the install lock
+// included.
+const installTimeout = 5 * time.Minute
+
+func newInstallCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "install [--dry-run] [--reinstall]",
+		Short: "Install or upgrade the SQL engine (schema pgque) in the database",
+		Long: `install applies the engine's SQL (embedded in this binary) in one transaction
+under an advisory lock and records the version in pgque.engine_version.
+
+Running it again is a no-op; --reinstall runs the script anyway (it is
+re-runnable). A database whose engine is newer than this binary is refused.
+--dry-run prints the SQL it would run and changes nothing; that output also
+installs with: psql -v ON_ERROR_STOP=1 -1 -f FILE.
+
+Needs: ownership of the database (or CREATE on it) and CREATEROLE, or the
+roles pgque_reader, pgque_writer, pgque_admin created beforehand by an
+administrator (see README, "Install on a managed database").`,
+		Example: `  pgquectl install --dsn postgres://app@db.example.com/app
+  pgquectl install --dry-run > pgque-install.sql`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), installTimeout)
+			defer cancel()
+			opts := install.Options{
+				DryRun:    a.v.GetBool("dry-run"),
+				Reinstall: a.v.GetBool("reinstall"),
+				Out:       cmd.OutOrStdout(),
+				Log:       a.log,
+			}
+			res, err := install.Run(ctx, a.conn(), opts)
+			if err != nil {
+				return fmt.Errorf("install: %w", err)
+			}
+			if !opts.DryRun {
+				fmt.Fprintln(cmd.OutOrStdout(), res)
+			} else {
+				fmt.Fprintln(cmd.ErrOrStderr(), res)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Bool("dry-run", false, "print the SQL that would run and change nothing")
+	cmd.Flags().Bool("reinstall", false, "run the install script even when this version is installed")
+	return cmd
+}

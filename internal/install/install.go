@@ -1,0 +1,264 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgquectl/pgquectl/internal/db"
+	"github.com/pgquectl/pgquectl/internal/locks"
+)
+
+// ErrNewerEngine: the database carries a newer engine than this binary.
+var ErrNewerEngine = errors.New("the database has a newer pgque engine than this pgquectl")
+
+// Options control Install.
+type Options struct {
+	// DryRun writes the SQL that would run to Out and changes nothing.
+	DryRun bool
+	// Reinstall runs the script even when the same version is installed.
+	Reinstall bool
+	// Out receives the SQL of a dry run. Nil discards it.
+	Out io.Writer
+	// Log receives progress messages. Nil discards them.
+	Log *slog.Logger
+}
+
+// Action says what Install did (or, in a dry run, would do).
+type Action string
+
+// Actions.
+const (
+	ActionInstalled   Action = "installed"   // no engine before
+	ActionUpgraded    Action = "upgraded"    // an older engine before
+	ActionReinstalled Action = "reinstalled" // the same version, Reinstall set
+	ActionNone        Action = "none"        // the same version: nothing to do
+)
+
+// Result reports what Install did.
+type Result struct {
+	Database string
+	// Previous is the engine version found before ("" when none).
+	Previous string
+	// Version is the version this binary installs.
+	Version string
+	Action  Action
+	DryRun  bool
+	Elapsed time.Duration
+}
+
+// String is the one line a user reads.
+func (r Result) String() string {
+	prefix := ""
+	if r.DryRun {
+		prefix = "dry run: would have "
+	}
+	switch r.Action {
+	case ActionNone:
+		return fmt.Sprintf("pgque engine already at %s in database %q; nothing to do (use --reinstall to run the script again)", r.Version, r.Database)
+	case ActionUpgraded:
+		return fmt.Sprintf("%supgraded the pgque engine in database %q from %s to %s", prefix, r.Database, r.Previous, r.Version)
+	case ActionReinstalled:
+		return fmt.Sprintf("%sreinstalled pgque engine %s in database %q", prefix, r.Version, r.Database)
+	default:
+		return fmt.Sprintf("%sinstalled pgque engine %s in database %q", prefix, r.Version, r.Database)
+	}
+}
+
+// Queries the installer runs; the engine's own SQL is in sql/.
+const (
+	sqlInstallLock = `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`
+	// sqlInstalledVersion: the newest engine_version row, when the table exists.
+	sqlHasVersionTable  = `SELECT to_regclass('pgque.engine_version') IS NOT NULL`
+	sqlInstalledVersion = `SELECT version, version_num FROM pgque.engine_version ORDER BY version_num DESC, installed_at DESC LIMIT 1`
+	sqlCurrentDatabase  = `SELECT current_database()`
+)
+
+// Querier is what InstalledVersion needs: a *pgx.Conn or a pgx.Tx.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// InstalledVersion returns the engine version installed in the database
+// ("" and 0 when none).
+func InstalledVersion(ctx context.Context, q Querier) (version string, num int, err error) {
+	var has bool
+	if err := q.QueryRow(ctx, sqlHasVersionTable).Scan(&has); err != nil {
+		return "", 0, fmt.Errorf("looking for pgque.engine_version: %w", db.MapError(err))
+	}
+	if !has {
+		return "", 0, nil
+	}
+	err = q.QueryRow(ctx, sqlInstalledVersion).Scan(&version, &num)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("reading pgque.engine_version: %w", db.MapError(err))
+	}
+	return version, num, nil
+}
+
+// ParseVersionNum turns "major.minor.patch" into major*10000+minor*100+patch.
+func ParseVersionNum(v string) (int, error) {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return 0, fmt.Errorf("version %q is not major.minor.patch", v)
+	}
+	num := 0
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 0 || n > 99 {
+			return 0, fmt.Errorf("version %q is not major.minor.patch with parts 0..99", v)
+		}
+		num = num*100 + n
+	}
+	return num, nil
+}
+
+// retryable tells whether an install failed only because another install in
+// another database of the same cluster created the same cluster-wide roles
+// at the same moment (the advisory lock is per database).
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "23505": // unique_violation: pg_authid / pg_auth_members
+		return strings.Contains(pgErr.ConstraintName, "pg_auth") || strings.Contains(pgErr.Message, "pg_auth")
+	case "XX000":
+		return strings.Contains(pgErr.Message, "tuple concurrently updated")
+	case "40001", "40P01":
+		return true
+	}
+	return false
+}
+
+// Install installs (or upgrades) the engine in the database conn is
+// connected to, in one transaction under the install advisory lock. A
+// database whose engine is newer is refused with ErrNewerEngine; the same
+// version is a no-op unless opts.Reinstall. With opts.DryRun the SQL goes to
+// opts.Out and nothing changes.
+func Install(ctx context.Context, conn *pgx.Conn, opts Options) (Result, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for attempt := 1; ; attempt++ {
+		res, err := installOnce(ctx, conn, opts, log)
+		if err == nil || attempt == 3 || !retryable(err) {
+			return res, err
+		}
+		log.Warn("install raced another install on the same cluster; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
+	}
+}
+
+func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Logger) (Result, error) {
+	start := time.Now()
+	res := Result{Version: Version, DryRun: opts.DryRun}
+	fs, err := InstallFiles()
+	if err != nil {
+		return res, err
+	}
+	sc := newScript(fs)
+
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return res, fmt.Errorf("starting the install transaction: %w", db.MapError(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := tx.QueryRow(ctx, sqlCurrentDatabase).Scan(&res.Database); err != nil {
+		return res, fmt.Errorf("reading the database name: %w", db.MapError(err))
+	}
+	if !opts.DryRun {
+		if _, err := tx.Exec(ctx, sqlInstallLock, locks.ClassID, locks.Install); err != nil {
+			return res, fmt.Errorf("waiting for the install lock (another install or uninstall is running): %w", db.MapError(err))
+		}
+	}
+	prev, prevNum, err := InstalledVersion(ctx, tx)
+	if err != nil {
+		return res, err
+	}
+	res.Previous = prev
+	switch {
+	case prevNum > VersionNum:
+		return res, fmt.Errorf("%w: database %q has engine %s, this pgquectl installs %s; use a pgquectl at least as new as the engine (nothing was changed)", ErrNewerEngine, res.Database, prev, Version)
+	case prevNum == VersionNum && !opts.Reinstall:
+		res.Action = ActionNone
+	case prevNum == VersionNum:
+		res.Action = ActionReinstalled
+	case prevNum > 0:
+		res.Action = ActionUpgraded
+	default:
+		res.Action = ActionInstalled
+	}
+
+	if opts.DryRun {
+		if opts.Out != nil {
+			fmt.Fprintf(opts.Out, "-- pgquectl install --dry-run: %s\n", res)
+			fmt.Fprintf(opts.Out, "-- Run it as one transaction, e.g. psql -v ON_ERROR_STOP=1 -1 -f FILE\n")
+			if _, err := io.WriteString(opts.Out, sc.text); err != nil {
+				return res, fmt.Errorf("writing the SQL: %w", err)
+			}
+		}
+		res.Elapsed = time.Since(start)
+		return res, nil
+	}
+	if res.Action == ActionNone {
+		res.Elapsed = time.Since(start)
+		return res, nil
+	}
+
+	log.Info("installing the pgque engine", "database", res.Database, "from", prev, "to", Version, "files", len(fs))
+	if _, err := tx.Exec(ctx, sc.text); err != nil {
+		return res, sc.explain(err)
+	}
+	got, gotNum, err := InstalledVersion(ctx, tx)
+	if err != nil {
+		return res, err
+	}
+	if gotNum != VersionNum || got != Version {
+		return res, fmt.Errorf("the install script recorded engine version %q (%d) but this pgquectl installs %s (%d): the embedded SQL and internal/install.Version disagree; nothing was changed", got, gotNum, Version, VersionNum)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("committing the install: %w (nothing was changed)", db.MapError(err))
+	}
+	res.Elapsed = time.Since(start)
+	log.Info("installed the pgque engine", "database", res.Database, "version", Version, "elapsed", res.Elapsed)
+	return res, nil
+}
+
+// explain turns a failure of the script into an error naming the file and
+// line when the server reported a position.
+func (s script) explain(err error) error {
+	where := ""
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		if name, line, ok := s.locate(int(pgErr.Position)); ok {
+			where = fmt.Sprintf(" at sql/%s line %d", name, line)
+		} else if pgErr.Where != "" {
+			where = " (" + strings.ReplaceAll(pgErr.Where, "\n", "; ") + ")"
+		}
+	}
+	// A missing pgque function here is a defect of the script, not a
+	// missing install: only privilege and connection problems are mapped.
+	mapped := db.MapError(err)
+	if errors.Is(mapped, db.ErrPrivilege) || errors.Is(mapped, db.ErrUnreachable) || errors.Is(mapped, db.ErrAuth) {
+		return fmt.Errorf("install failed%s, nothing was changed: %w", where, mapped)
+	}
+	return fmt.Errorf("install failed%s, nothing was changed: %w", where, db.Described(err))
+}

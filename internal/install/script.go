@@ -1,0 +1,131 @@
+// Package install puts the embedded SQL engine into a database and takes it
+// out again: one transaction, serialized by an advisory lock, recorded in
+// pgque.engine_version, refusing a database whose engine is newer than this
+// binary's.
+package install
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	pgquesql "github.com/pgquectl/pgquectl/sql"
+)
+
+// Version is the engine version this binary installs. pgque.version() in the
+// SQL returns the same text, and the install records it in
+// pgque.engine_version (a test checks that they agree).
+const Version = "0.1.0"
+
+// VersionNum is Version as the integer pgque.engine_version.version_num
+// holds: major*10000 + minor*100 + patch.
+const VersionNum = 100
+
+// File is one embedded SQL file.
+type File struct {
+	// Name is the path inside sql/, e.g. "install/03_tables.sql".
+	Name string
+	Text string
+}
+
+// files returns the *.sql files of the given sql/ directories, each
+// directory's files sorted by name, directories in the order given.
+func files(dirs ...string) ([]File, error) {
+	var out []File
+	for _, dir := range dirs {
+		names, err := fs.Glob(pgquesql.FS, dir+"/*.sql")
+		if err != nil {
+			return nil, fmt.Errorf("listing embedded %s/*.sql: %w", dir, err)
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("no embedded SQL in sql/%s: the binary was built without the engine", dir)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			raw, err := fs.ReadFile(pgquesql.FS, name)
+			if err != nil {
+				return nil, fmt.Errorf("reading embedded %s: %w", name, err)
+			}
+			out = append(out, File{Name: name, Text: string(raw)})
+		}
+	}
+	return out, nil
+}
+
+// InstallFiles returns sql/install/*.sql then sql/procedures/*.sql, in the
+// order they run.
+func InstallFiles() ([]File, error) { return files("install", "procedures") }
+
+// UninstallFiles returns sql/uninstall/*.sql in the order they run.
+func UninstallFiles() ([]File, error) { return files("uninstall") }
+
+// script is a concatenation of files that remembers where each file starts,
+// so a server error position can be traced back to a file and line.
+type script struct {
+	text string
+	// starts[i] is the 1-based character position where file i begins.
+	starts []int
+	files  []File
+}
+
+func newScript(fs []File) script {
+	var b strings.Builder
+	s := script{files: fs}
+	chars := 0
+	for _, f := range fs {
+		header := "-- file: " + path.Base(f.Name) + "\n"
+		b.WriteString(header)
+		chars += utf8.RuneCountInString(header)
+		s.starts = append(s.starts, chars+1)
+		text := f.Text
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		b.WriteString(text)
+		chars += utf8.RuneCountInString(text)
+	}
+	s.text = b.String()
+	return s
+}
+
+// locate maps a 1-based character position in the script to a file name
+// and a 1-based line in that file. ok is false when pos is outside.
+func (s script) locate(pos int) (name string, line int, ok bool) {
+	if pos <= 0 {
+		return "", 0, false
+	}
+	for i := len(s.starts) - 1; i >= 0; i-- {
+		if pos >= s.starts[i] {
+			offset := pos - s.starts[i] // characters into the file
+			text := []rune(s.files[i].Text)
+			if offset > len(text) {
+				return "", 0, false
+			}
+			return s.files[i].Name, 1 + strings.Count(string(text[:offset]), "\n"), true
+		}
+	}
+	return "", 0, false
+}
+
+// Script returns the install SQL: sql/install/*.sql (sorted by name), then
+// sql/procedures/*.sql (sorted), each preceded by a "-- file: NAME" line.
+// It runs as one transaction: `psql -1 -f` or pgquectl install.
+func Script() (string, error) {
+	fs, err := InstallFiles()
+	if err != nil {
+		return "", err
+	}
+	return newScript(fs).text, nil
+}
+
+// UninstallScript returns sql/uninstall/*.sql the same way.
+func UninstallScript() (string, error) {
+	fs, err := UninstallFiles()
+	if err != nil {
+		return "", err
+	}
+	return newScript(fs).text, nil
+}
