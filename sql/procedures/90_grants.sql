@@ -11,7 +11,7 @@ GRANT EXECUTE ON FUNCTION
     pgque.get_queue_info(), pgque.get_queue_info(text),
     pgque.get_consumer_info(), pgque.get_consumer_info(text), pgque.get_consumer_info(text, text),
     pgque.get_batch_info(bigint),
-    pgque.status()
+    pgque.status(), pgque.meta_rotation_ms(), pgque.cron_job_suffix()
 TO pgque_reader, pgque_writer;
 
 -- Producers.
@@ -44,11 +44,11 @@ GRANT EXECUTE ON FUNCTION
     pgque.due_queues(int), pgque.tick_need(),
     pgque.maint(), pgque.maint_retry_events(),
     pgque.maint_rotate_tables_step1(text), pgque.maint_rotate_tables_step2(),
-    pgque.rotate_metadata(), pgque.meta_rotation_ms(),
+    pgque.rotate_metadata(),
     pgque.dlq_inspect(text, int), pgque.dlq_replay(bigint),
     pgque.dlq_replay_all(text), pgque.dlq_purge(text, interval),
     pgque.get_setting(text), pgque.set_setting(text, text), pgque.set_tick_period_ms(int),
-    pgque.cron_jobs(text), pgque.cron_job_suffix(), pgque.set_cron_version(text),
+    pgque.cron_jobs(text), pgque.set_cron_version(text),
     pgque.start(), pgque.stop()
 TO pgque_admin;
 GRANT EXECUTE ON PROCEDURE pgque.ticker_loop(), pgque.drain_retry_events(int) TO pgque_admin;

@@ -1,0 +1,622 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/config"
+	"github.com/pgquectl/pgquectl/internal/db"
+	"github.com/pgquectl/pgquectl/internal/locks"
+	"github.com/pgquectl/pgquectl/internal/pgstats"
+)
+
+// Options configure a [Collector].
+type Options struct {
+	// Conn says how to reach the engine database. The pg_cron database, when
+	// it is another one, is reached with the same settings and credentials.
+	Conn config.Connection
+	// Sample is how long WAL is sampled on the first collection (0: no WAL
+	// rate). Later collections of the same Collector measure since the
+	// previous one.
+	Sample time.Duration
+	// Thresholds decide the levels; zero value: use DefaultThresholds().
+	Thresholds Thresholds
+	// QueryTimeout bounds every query (default 10 s).
+	QueryTimeout time.Duration
+	// Log receives debug lines; nil discards them.
+	Log *slog.Logger
+}
+
+// Collector gathers reports from one database. It keeps its connections
+// and the previous WAL reading between collections (--watch); it is not
+// safe for concurrent use.
+type Collector struct {
+	opts     Options
+	conn     *pgx.Conn
+	cronConn *pgx.Conn // nil, or a connection to cron.database_name when that is another database
+	cronDB   string
+	prev     *sample
+}
+
+// sample is a WAL reading plus the tick ids it goes with.
+type sample struct {
+	wal   pgstats.WALPoint
+	ticks map[string]int64
+	local time.Time
+}
+
+// NewCollector prepares a collector; it connects on the first Collect.
+func NewCollector(opts Options) *Collector {
+	if opts.Thresholds == (Thresholds{}) {
+		opts.Thresholds = DefaultThresholds()
+	}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = pgstats.DefaultTimeout
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Collector{opts: opts}
+}
+
+// Close closes the collector's connections.
+func (c *Collector) Close(ctx context.Context) {
+	for _, conn := range []*pgx.Conn{c.cronConn, c.conn} {
+		if conn != nil {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			_ = conn.Close(cctx)
+			cancel()
+		}
+	}
+	c.conn, c.cronConn, c.prev = nil, nil, nil
+}
+
+// sessionParams make every status session read-only and unable to wait
+// long for a lock: status never writes and must not queue behind a
+// rotation's TRUNCATE.
+var sessionParams = map[string]string{
+	"default_transaction_read_only": "on",
+	"lock_timeout":                  "2s",
+}
+
+func (c *Collector) connect(ctx context.Context) error {
+	if c.conn != nil && !c.conn.IsClosed() {
+		return nil
+	}
+	c.Close(ctx)
+	cfg, err := db.ParseConfig(c.opts.Conn)
+	if err != nil {
+		return err
+	}
+	for k, v := range sessionParams {
+		cfg.RuntimeParams[k] = v
+	}
+	conn, err := db.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	c.conn = conn
+	return nil
+}
+
+// qctx bounds one query.
+func (c *Collector) qctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.opts.QueryTimeout)
+}
+
+// ErrUnreachable wraps the error of a collection that could not talk to the
+// database at all (the report's level is then UNKNOWN).
+var ErrUnreachable = errors.New("database unreachable")
+
+// Collect gathers one report. The error is non-nil only when the database
+// cannot be reached (wrapping ErrUnreachable); the returned report then
+// carries Level UNKNOWN and the error text. Everything else (unreadable
+// sections, missing engine) is reported inside the report.
+func (c *Collector) Collect(ctx context.Context) (*Report, error) {
+	began := time.Now()
+	r := &Report{Time: began, Thresholds: c.opts.Thresholds}
+	fail := func(err error) (*Report, error) {
+		r.Error = err.Error()
+		finish(r)
+		return r, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	if err := c.connect(ctx); err != nil {
+		return fail(err)
+	}
+	qctx, cancel := c.qctx(ctx)
+	sess, err := pgstats.Session(qctx, c.conn)
+	cancel()
+	if err != nil {
+		c.Close(ctx)
+		return fail(fmt.Errorf("reading the session: %w", db.MapError(err)))
+	}
+	r.Session = &sess
+	r.Time = sess.Now
+
+	c.engine(ctx, r)
+
+	// The WAL sample spans the rest of the collection.
+	start := c.prev
+	if start == nil && c.opts.Sample > 0 {
+		start = c.readSample(ctx, r)
+	}
+
+	c.bloat(ctx, r)
+	c.xmin(ctx, r)
+	c.cron(ctx, r)
+	c.notify(ctx, r)
+	c.connections(ctx, r)
+	c.consumers(ctx, r)
+
+	if start != nil && c.prev == nil {
+		wait := time.Until(start.local.Add(c.opts.Sample))
+		if wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return fail(fmt.Errorf("sampling WAL: %w", ctx.Err()))
+			case <-timer.C:
+			}
+		}
+	}
+	c.queues(ctx, r) // after the wait: the freshest tick lag
+	if start != nil {
+		if end := c.readSample(ctx, r); end != nil {
+			c.walRate(r, start, end)
+			c.prev = end
+		}
+	}
+	c.judgeTicking(r)
+	if c.conn.IsClosed() {
+		c.Close(ctx) // reconnect on the next collection
+	}
+	finish(r)
+	c.opts.Log.Debug("status: collected", "database", r.Session.Database, "level", r.Level,
+		"checks", len(r.Checks), "took", time.Since(began).Round(time.Millisecond))
+	return r, nil
+}
+
+// readSample reads the WAL position and the last tick id per queue.
+func (c *Collector) readSample(ctx context.Context, r *Report) *sample {
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	p, err := pgstats.ReadWAL(qctx, c.conn)
+	if err != nil {
+		r.WAL.Problems = appendProblem(r.WAL.Problems, "the WAL position", err, r)
+		return nil
+	}
+	s := &sample{wal: p, local: time.Now(), ticks: map[string]int64{}}
+	if r.Engine.Installed && r.Engine.SchemaUsage {
+		if qs, err := pgstats.Queues(qctx, c.conn); err == nil {
+			for _, q := range qs {
+				if q.LastTickID != nil {
+					s.ticks[q.Name] = *q.LastTickID
+				}
+			}
+		}
+	}
+	return s
+}
+
+func (c *Collector) walRate(r *Report, start, end *sample) {
+	rate := pgstats.Rate(start.wal, end.wal)
+	r.WAL.Sampled, r.WAL.Rate = true, &rate
+	r.WAL.TickWALBytes = pgstats.TickWALBytesEstimate
+	for i := range r.Queues.Rows {
+		q := &r.Queues.Rows[i]
+		before, okBefore := start.ticks[q.Name]
+		after, okAfter := end.ticks[q.Name]
+		if okBefore && okAfter && after >= before {
+			n := after - before
+			q.TicksInSample = &n
+			r.WAL.Ticks += n
+		}
+	}
+	r.WAL.TickBytes = r.WAL.Ticks * r.WAL.TickWALBytes
+	if rate.Bytes > 0 {
+		r.WAL.TickShare = min(1, float64(r.WAL.TickBytes)/float64(rate.Bytes))
+	}
+}
+
+func (c *Collector) engine(ctx context.Context, r *Report) {
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	e, err := pgstats.ReadEngine(qctx, c.conn)
+	r.Engine.Engine = e
+	switch {
+	case err != nil && e.Installed && e.SchemaUsage && errors.Is(err, pgstats.ErrPermission):
+		r.Engine.Verdict = ok("installed (version not readable by %s)", r.Session.User)
+	case err != nil:
+		r.Engine.Problems = appendProblem(r.Engine.Problems, "the pgque engine", err, r)
+		r.Engine.Verdict = unknown("could not check the engine: %v", err)
+		return
+	case !e.Installed:
+		r.Engine.Verdict = crit("pgque is not installed in database %s: run pgquectl install", r.Session.Database)
+		return
+	case !e.SchemaUsage:
+		r.Engine.Verdict = unknown("%s may not use schema pgque", r.Session.User)
+		r.Engine.Problems = append(r.Engine.Problems, Problem{What: "schema pgque (queues, consumers)",
+			Fix: fmt.Sprintf("GRANT pgque_reader TO %s", quoteIdent(r.Session.User))})
+		return
+	default:
+		r.Engine.Verdict = ok("version %s", e.Version)
+	}
+	// Both need more than pgque_reader (pgque_admin / table SELECT): shown
+	// when readable, silently left out otherwise.
+	if p, err := pgstats.MetaRotationPeriod(qctx, c.conn); err == nil {
+		r.Engine.MetaRotationPeriod = &p
+	} else {
+		c.opts.Log.Debug("status: meta rotation period not readable", "err", err)
+	}
+	if t, err := pgstats.LastMetaRotation(qctx, c.conn); err == nil {
+		r.Engine.LastMetaRotation = t
+	} else {
+		c.opts.Log.Debug("status: last metadata rotation not readable", "err", err)
+	}
+}
+
+func (c *Collector) queues(ctx context.Context, r *Report) {
+	if !r.Engine.Installed || !r.Engine.SchemaUsage {
+		return
+	}
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	qs, err := pgstats.Queues(qctx, c.conn)
+	if err != nil {
+		r.Queues.Problems = appendProblem(r.Queues.Problems, "pgque.get_queue_info()", err, r)
+		return
+	}
+	slowest := map[string]pgstats.ConsumerInfo{}
+	for _, co := range r.Consumers.Rows {
+		s, seen := slowest[co.Queue]
+		if co.LastTick != nil && (!seen || s.LastTick == nil || *co.LastTick < *s.LastTick) {
+			slowest[co.Queue] = co.ConsumerInfo
+		}
+	}
+	for _, q := range qs {
+		row := QueueRow{QueueInfo: q}
+		if q.SwitchTime != nil {
+			s := r.Session.Now.Sub(*q.SwitchTime).Seconds()
+			row.SinceRotation = &s
+		}
+		if s, found := slowest[q.Name]; found {
+			row.PinnedBy, row.PinnedByLag = s.Consumer, s.Lag
+		}
+		row.Verdict = queueVerdict(&row, r.Thresholds)
+		r.Queues.Rows = append(r.Queues.Rows, row)
+	}
+}
+
+func (c *Collector) consumers(ctx context.Context, r *Report) {
+	if !r.Engine.Installed || !r.Engine.SchemaUsage {
+		return
+	}
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	cs, err := pgstats.Consumers(qctx, c.conn)
+	if err != nil {
+		r.Consumers.Problems = appendProblem(r.Consumers.Problems, "pgque.get_consumer_info()", err, r)
+		return
+	}
+	for _, co := range cs {
+		r.Consumers.Rows = append(r.Consumers.Rows, ConsumerRow{ConsumerInfo: co, Verdict: consumerVerdict(co, r.Thresholds)})
+	}
+}
+
+func (c *Collector) bloat(ctx context.Context, r *Report) {
+	if !r.Engine.Installed {
+		return
+	}
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	ts, err := pgstats.TableStats(qctx, c.conn, "pgque")
+	if err != nil {
+		r.Bloat.Problems = appendProblem(r.Bloat.Problems, "pg_stat_user_tables", err, r)
+		return
+	}
+	r.Bloat.Tables = ts
+	r.Bloat.Families = families(ts, r.Thresholds)
+}
+
+func (c *Collector) xmin(ctx context.Context, r *Report) {
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	user := r.Session.User
+	x := &r.Xmin
+	var old oldest
+	defer func() {
+		x.Oldest = ok("no session of this database holds the xmin horizon")
+		if old.found {
+			x.Oldest = old.v
+		}
+	}()
+	if bs, err := pgstats.XminBackends(qctx, c.conn); err != nil {
+		x.Problems = appendProblem(x.Problems, "pg_stat_activity", err, r)
+	} else {
+		for _, b := range bs {
+			v := backendVerdict(b, user, r.Thresholds)
+			x.Backends = append(x.Backends, BackendRow{Backend: b, Verdict: v})
+			if v.Level == Unknown {
+				x.Hidden++
+				continue
+			}
+			if b.SameDatabase || b.Database == "" {
+				old.add(v)
+			}
+		}
+	}
+	if ps, err := pgstats.PreparedXacts(qctx, c.conn); err != nil {
+		x.Problems = appendProblem(x.Problems, "pg_prepared_xacts", err, r)
+	} else {
+		for _, p := range ps {
+			v := preparedVerdict(p, r.Thresholds)
+			x.Prepared = append(x.Prepared, PreparedRow{PreparedXact: p, Verdict: v})
+			if p.SameDatabase {
+				old.add(v)
+			}
+		}
+	}
+	if ss, err := pgstats.Slots(qctx, c.conn); err != nil {
+		x.Problems = appendProblem(x.Problems, "pg_replication_slots", err, r)
+	} else {
+		for _, s := range ss {
+			v := slotVerdict(s)
+			x.Slots = append(x.Slots, SlotRow{Slot: s, Verdict: v})
+			if v.Level != OK {
+				old.add(v)
+			}
+		}
+	}
+	if x.Hidden > 0 {
+		x.Problems = append(x.Problems, Problem{
+			What: fmt.Sprintf("the age of %d xmin-holding session(s) of other roles (pg_stat_activity hides their state and timestamps from %s)", x.Hidden, user),
+			Fix:  fmt.Sprintf("GRANT pg_monitor TO %s", quoteIdent(user)),
+		})
+	}
+}
+
+// oldest keeps the more severe verdict; among OK verdicts the first one
+// added wins: sessions come first, oldest first, so an all-OK check names
+// the oldest session.
+type oldest struct {
+	v     Verdict
+	found bool
+}
+
+func (o *oldest) add(v Verdict) {
+	if !o.found {
+		o.v, o.found = v, true
+		return
+	}
+	o.v = worse(o.v, v)
+}
+
+func (c *Collector) notify(ctx context.Context, r *Report) {
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	u, err := pgstats.NotifyQueueUsage(qctx, c.conn)
+	if err != nil {
+		r.Notify.Problems = appendProblem(r.Notify.Problems, "pg_notification_queue_usage()", err, r)
+		return
+	}
+	r.Notify.Usage = u
+	r.Notify.Verdict = notifyVerdict(u, r.Thresholds)
+}
+
+func (c *Collector) connections(ctx context.Context, r *Report) {
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	cs, err := pgstats.ReadConnections(qctx, c.conn)
+	if err != nil {
+		r.Connections.Problems = appendProblem(r.Connections.Problems, "pg_stat_database", err, r)
+		return
+	}
+	r.Connections.Connections = cs
+	r.Connections.Verdict = connectionsVerdict(&r.Connections, r.Thresholds)
+}
+
+// cron reads pg_cron's jobs of this database (in cron.database_name) and
+// the ticker daemon's leader.
+func (c *Collector) cron(ctx context.Context, r *Report) {
+	cs := &r.Cron
+	qctx, cancel := c.qctx(ctx)
+	defer cancel()
+	holders, err := pgstats.AdvisoryHolders(qctx, c.conn, locks.ClassID, locks.TickerLeader)
+	if err != nil {
+		cs.Problems = appendProblem(cs.Problems, "pg_locks (ticker daemon leader)", err, r)
+	}
+	cs.Daemon = holders
+
+	settings, err := pgstats.ReadCronSettings(qctx, c.conn)
+	if err != nil {
+		cs.Problems = appendProblem(cs.Problems,
+			"pg_cron's settings (cron.database_name is readable only by superusers and members of pg_read_all_settings)", err, r)
+		return
+	}
+	cs.Settings = settings
+	if !settings.Loaded {
+		return
+	}
+	cronConn, err := c.cronConnection(ctx, settings.DatabaseName, r.Session.Database)
+	if err != nil {
+		cs.Problems = append(cs.Problems, Problem{
+			What:  fmt.Sprintf("pg_cron's database %s (cron.database_name)", settings.DatabaseName),
+			Fix:   fmt.Sprintf("let %s connect there: GRANT CONNECT ON DATABASE %s TO %s, and allow it in pg_hba.conf", r.Session.User, quoteIdent(settings.DatabaseName), quoteIdent(r.Session.User)),
+			Error: err.Error(),
+		})
+		return
+	}
+	access, err := pgstats.ReadCronAccess(qctx, cronConn)
+	if err != nil {
+		cs.Problems = appendProblem(cs.Problems, "the pg_cron extension", err, r)
+		return
+	}
+	cs.Access = access
+	switch {
+	case !access.Installed:
+		return // loaded but not created: pg_cron is not in use here
+	case !access.SchemaUsage:
+		cs.Problems = append(cs.Problems, Problem{
+			What: fmt.Sprintf("pg_cron jobs and run history (schema cron in database %s)", settings.DatabaseName),
+			Fix:  fmt.Sprintf("in database %s: GRANT USAGE ON SCHEMA cron TO %s", settings.DatabaseName, quoteIdent(r.Session.User)),
+		})
+		return
+	}
+	jobs, err := pgstats.CronJobs(qctx, cronConn, pgstats.CronJobPattern(r.Session.Database), r.Thresholds.CronWindow)
+	if err != nil {
+		cs.Problems = appendProblem(cs.Problems, "cron.job / cron.job_run_details", err, r)
+		return
+	}
+	for _, j := range jobs {
+		row := JobRow{CronJob: j}
+		row.Verdict = jobVerdict(&row, settings.LogRun, r.Session.Now, r.Thresholds)
+		cs.Jobs = append(cs.Jobs, row)
+	}
+	if n, err := pgstats.CronRunning(qctx, cronConn); err != nil {
+		cs.Problems = appendProblem(cs.Problems, "cron.job_run_details", err, r)
+	} else {
+		cs.Running = n
+		cs.RunningVerdict = runningVerdict(n, settings.MaxRunningJobs, r.Thresholds)
+	}
+	cs.History = historyVerdict(access, r.Thresholds)
+}
+
+// cronConnection returns a connection to the cron database: the main one
+// when it is the engine database, else a second one with the same
+// credentials (kept for --watch).
+func (c *Collector) cronConnection(ctx context.Context, cronDB, engineDB string) (*pgx.Conn, error) {
+	if cronDB == engineDB {
+		return c.conn, nil
+	}
+	if c.cronConn != nil && !c.cronConn.IsClosed() && c.cronDB == cronDB {
+		return c.cronConn, nil
+	}
+	if c.cronConn != nil {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		_ = c.cronConn.Close(cctx)
+		cancel()
+	}
+	conn, err := db.ConnectToDatabase(ctx, c.conn, cronDB)
+	if err != nil {
+		return nil, err
+	}
+	c.cronConn, c.cronDB = conn, cronDB
+	return conn, nil
+}
+
+func runningVerdict(n int64, maxJobs int, t Thresholds) Verdict {
+	if maxJobs <= 0 {
+		return ok("%d runs in progress", n)
+	}
+	share := float64(n) / float64(maxJobs)
+	switch {
+	case share >= 1:
+		return crit("%d runs in progress = cron.max_running_jobs (%d): further runs wait; raise cron.max_running_jobs", n, maxJobs)
+	case t.CronRunningWarn > 0 && share >= t.CronRunningWarn:
+		return warn("%d of cron.max_running_jobs (%d) runs in progress", n, maxJobs)
+	}
+	return ok("%d of cron.max_running_jobs (%d) runs in progress", n, maxJobs)
+}
+
+func historyVerdict(a pgstats.CronAccess, t Thresholds) Verdict {
+	if t.CronRunDetailsWarn > 0 && a.RunDetailRows > t.CronRunDetailsWarn {
+		return warn("cron.job_run_details holds %d rows (%s): pgque purges its own rows after the cron_run_retention setting; purge other jobs' history",
+			a.RunDetailRows, bytesText(float64(a.RunDetailSize)))
+	}
+	return ok("cron.job_run_details: %d rows, %s", a.RunDetailRows, bytesText(float64(a.RunDetailSize)))
+}
+
+// judgeTicking decides what ticks this database's queues.
+func (c *Collector) judgeTicking(r *Report) {
+	cs := &r.Cron
+	var leader *pgstats.AdvisoryHolder
+	for i := range cs.Daemon {
+		if cs.Daemon[i].Granted {
+			leader = &cs.Daemon[i]
+			break
+		}
+	}
+	var ticker *JobRow
+	for i := range cs.Jobs {
+		if isTickerJob(cs.Jobs[i].CronJob) {
+			ticker = &cs.Jobs[i]
+			break
+		}
+	}
+	needTicks := 0
+	for _, q := range r.Queues.Rows {
+		if !q.ExternalTicker {
+			needTicks++
+		}
+	}
+	cronHidden := cs.Settings.Loaded && cs.Access.Installed && cs.Access.SchemaUsage && !cs.Access.SeesAllJobs && len(cs.Jobs) == 0
+	switch {
+	case ticker != nil && ticker.Active:
+		cs.Ticking = ok("pg_cron job %s (%s)", ticker.Name, ticker.Schedule)
+	case leader != nil:
+		cs.Ticking = ok("ticker daemon: pid %d (%s)", leader.PID, daemonText(*leader))
+	case len(r.Queues.Problems) > 0 || !r.Engine.Installed || !r.Engine.SchemaUsage:
+		cs.Ticking = unknown("cannot tell whether anything needs ticking: the queues are not readable")
+	case len(r.Queues.Rows) == 0:
+		cs.Ticking = ok("no queues: nothing to tick")
+	case needTicks == 0:
+		cs.Ticking = ok("every queue has an external ticker")
+	case len(cs.Problems) > 0:
+		cs.Ticking = unknown("cannot tell what ticks the queues: the pg_cron section is unreadable")
+	case cronHidden:
+		cs.Ticking = unknown("no pg_cron job of ours is visible to %s and no ticker daemon holds the leader lock: pg_cron shows each role only its own jobs, so run status as the role that ran pgquectl tick, or as a superuser",
+			r.Session.User)
+	case ticker != nil:
+		cs.Ticking = warn("the pg_cron ticker job %s is inactive and no ticker daemon runs", ticker.Name)
+	default:
+		cs.Ticking = warn("nothing ticks the %d queue(s): no pg_cron ticker job and no ticker daemon; run pgquectl tick (pg_cron) or pgquectl tick --run", needTicks)
+	}
+}
+
+func daemonText(h pgstats.AdvisoryHolder) string {
+	s := "application " + fmt.Sprintf("%q", h.Application)
+	if h.User != "" {
+		s += ", user " + h.User
+	}
+	if h.BackendStart != nil {
+		s += ", since " + h.BackendStart.UTC().Format(time.RFC3339)
+	}
+	return s
+}
+
+// appendProblem records err for what, naming the grant for a permission error.
+func appendProblem(ps []Problem, what string, err error, r *Report) []Problem {
+	p := Problem{What: what, Error: err.Error()}
+	user := "<user>"
+	if r.Session != nil {
+		user = quoteIdent(r.Session.User)
+	}
+	switch {
+	case errors.Is(err, pgstats.ErrPermission) && (what == "pgque.get_queue_info()" || what == "pgque.get_consumer_info()" || what == "the pgque engine"):
+		p.Fix = "GRANT pgque_reader TO " + user
+	case errors.Is(err, pgstats.ErrPermission):
+		p.Fix = "GRANT pg_monitor TO " + user
+	}
+	return append(ps, p)
+}
+
+// quoteIdent quotes an identifier for advice text when it needs quoting.
+func quoteIdent(s string) string {
+	plain := s != ""
+	for i, ch := range s {
+		if !(ch == '_' || ch >= 'a' && ch <= 'z' || (i > 0 && ch >= '0' && ch <= '9')) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return pgx.Identifier{s}.Sanitize()
+}

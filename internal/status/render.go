@@ -1,0 +1,336 @@
+package status
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// WriteJSON writes the whole report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("writing the JSON report: %w", err)
+	}
+	return nil
+}
+
+// WriteSummary writes the one-line summary (--check).
+func (r *Report) WriteSummary(w io.Writer) error {
+	_, err := fmt.Fprintln(w, r.Summary)
+	return err
+}
+
+// tableWriter renders the sections, remembering the first write error.
+type tableWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (t *tableWriter) printf(format string, a ...any) {
+	if t.err == nil {
+		_, t.err = fmt.Fprintf(t.w, format, a...)
+	}
+}
+
+func (t *tableWriter) table(header []string, rows [][]string) {
+	if t.err != nil {
+		return
+	}
+	tbl := tablewriter.NewTable(t.w, tablewriter.WithHeaderAutoFormat(tw.Off))
+	upper := make([]any, len(header))
+	for i, h := range header {
+		upper[i] = strings.ToUpper(h)
+	}
+	tbl.Header(upper...)
+	for _, row := range rows {
+		if err := tbl.Append(row); err != nil {
+			t.err = fmt.Errorf("rendering a table: %w", err)
+			return
+		}
+	}
+	if err := tbl.Render(); err != nil {
+		t.err = fmt.Errorf("rendering a table: %w", err)
+	}
+}
+
+// notes prints the reason of every non-OK row and the section's problems.
+func (t *tableWriter) notes(checks []Check, problems []Problem) {
+	for _, c := range checks {
+		if c.Level != OK {
+			t.printf("  %-7s %s: %s\n", c.Level, c.Name, c.Reason)
+		}
+	}
+	for _, p := range problems {
+		line := "  UNKNOWN could not read " + p.What
+		if p.Fix != "" {
+			line += "; fix: " + p.Fix
+		}
+		if p.Error != "" {
+			line += " (" + p.Error + ")"
+		}
+		t.printf("%s\n", line)
+	}
+}
+
+// WriteTable writes the report as a heading plus one table per section.
+func (r *Report) WriteTable(w io.Writer) error {
+	t := &tableWriter{w: w}
+	if r.Error != "" {
+		t.printf("pgquectl status %s: %s\n", r.Level, r.Error)
+		return t.err
+	}
+	s := r.Session
+	t.printf("pgquectl status: %s — database %s, user %s, PostgreSQL %s, engine %s, at %s\n",
+		r.Level, s.Database, s.User, s.ServerVersion, orDash(r.Engine.Version), r.Time.UTC().Format(time.RFC3339))
+	t.notes(r.checksOf(SectionEngine), r.Engine.Problems)
+
+	t.printf("\nQUEUES\n")
+	if len(r.Queues.Rows) == 0 && len(r.Queues.Problems) == 0 {
+		t.printf("  no queues\n")
+	} else if len(r.Queues.Rows) > 0 {
+		rows := make([][]string, 0, len(r.Queues.Rows))
+		for _, q := range r.Queues.Rows {
+			rows = append(rows, []string{q.Name, q.Level.String(), intp(q.PendingEvents), intp(q.NewEvents), floatp(q.EventsPerSec, 1),
+				secp(q.TickerLag), dur(q.ExpectedTickEvery), intp(q.TicksInSample), intp(q.LastTickID),
+				dur(q.RotationPeriod) + " / " + secp(q.SinceRotation), metaRotation(r), pinned(q)})
+		}
+		t.table([]string{"queue", "status", "pending", "unticked", "ev/s", "last tick", "tick every", "ticks in sample", "tick id",
+			"rotation every / last", "meta rotation every / last", "pinned by (lag)"}, rows)
+	}
+	t.notes(r.checksOf(SectionQueues), r.Queues.Problems)
+
+	t.printf("\nCONSUMERS\n")
+	if len(r.Consumers.Rows) == 0 && len(r.Consumers.Problems) == 0 {
+		t.printf("  no consumers\n")
+	} else if len(r.Consumers.Rows) > 0 {
+		rows := make([][]string, 0, len(r.Consumers.Rows))
+		for _, c := range r.Consumers.Rows {
+			rows = append(rows, []string{c.Queue, c.Consumer, c.Level.String(), intp(c.PendingEvents), secp(c.Lag),
+				secp(c.LastSeen), intp(c.LastTick), intp(c.CurrentBatch)})
+		}
+		t.table([]string{"queue", "consumer", "status", "pending", "lag", "last seen", "last tick", "open batch"}, rows)
+	}
+	t.notes(r.checksOf(SectionConsumers), r.Consumers.Problems)
+
+	t.printf("\nBLOAT (pg_stat_user_tables, lags ~1 s)\n")
+	if len(r.Bloat.Families) > 0 {
+		rows := make([][]string, 0, len(r.Bloat.Families))
+		for _, f := range r.Bloat.Families {
+			critAt := "-"
+			if f.CritAt > 0 {
+				critAt = strconv.FormatInt(f.CritAt, 10)
+			}
+			rows = append(rows, []string{string(f.Kind), f.Level.String(), strconv.Itoa(f.Tables), i64(f.LiveTuples),
+				i64(f.DeadTuples), i64(f.Bound), critAt, f.WorstName, bytesText(float64(f.SizeBytes))})
+		}
+		t.table([]string{"family", "status", "tables", "live", "dead", "warn above", "crit from", "most dead in", "size"}, rows)
+	} else if len(r.Bloat.Problems) == 0 {
+		t.printf("  no pgque tables\n")
+	}
+	t.notes(r.checksOf(SectionBloat), r.Bloat.Problems)
+
+	t.printf("\nWAL\n")
+	if r.WAL.Rate != nil {
+		w := r.WAL
+		t.table([]string{"status", "bytes/s", "bytes", "over", "xids/s", "records", "full pages", "ticks", "ticking share (est.)"},
+			[][]string{{w.Level.String(), bytesText(w.Rate.BytesPerSec) + "/s", i64(w.Rate.Bytes), dur(w.Rate.Seconds),
+				strconv.FormatFloat(w.Rate.XIDsPerSec, 'f', 1, 64), i64(w.Rate.Records), i64(w.Rate.FPI), i64(w.Ticks),
+				fmt.Sprintf("%.0f%% (%s)", w.TickShare*100, bytesText(float64(w.TickBytes)))}})
+	} else if len(r.WAL.Problems) == 0 {
+		t.printf("  not sampled (--sample 0)\n")
+	}
+	t.notes(r.checksOf(SectionWAL), r.WAL.Problems)
+
+	t.printf("\nXMIN HORIZON\n")
+	x := r.Xmin
+	if len(x.Backends)+len(x.Slots)+len(x.Prepared) == 0 {
+		t.printf("  nothing holds the horizon\n")
+	} else {
+		var rows [][]string
+		for _, b := range x.Backends {
+			rows = append(rows, []string{b.XminHolder, strconv.Itoa(int(b.PID)), b.User, b.Application, b.Database,
+				orDash(b.State), orDash(deref(b.BackendXmin)) + xidText(b.BackendXID), secp(b.XactAge),
+				i64(b.XminAgeXIDs), b.Level.String()})
+		}
+		for _, p := range x.Prepared {
+			rows = append(rows, []string{"prepared " + p.GID, "-", p.Owner, "-", p.Database, "prepared", p.XID,
+				dur(p.Age), i64(p.AgeXIDs), p.Level.String()})
+		}
+		for _, s := range x.Slots {
+			xmin := orDash(deref(s.Xmin))
+			if s.CatalogXmin != nil {
+				xmin += " (catalog " + *s.CatalogXmin + ")"
+			}
+			state := "inactive"
+			if s.Active {
+				state = "active"
+			}
+			rows = append(rows, []string{s.Type + " slot " + s.Name, pidp(s.ActivePID), "-", "-", orDash(s.Database),
+				state, xmin, "?", i64(max(deref(s.XminAgeXIDs), deref(s.CatalogAgeXIDs))), s.Level.String()})
+		}
+		t.table([]string{"holder", "pid", "user", "application", "database", "state", "xmin / xid", "age", "age (xids)", "status"}, rows)
+	}
+	var xminChecks []Check
+	for _, b := range x.Backends {
+		if b.Level != OK && b.Level != Unknown {
+			xminChecks = append(xminChecks, Check{SectionXmin, "xmin holder", b.Verdict})
+		}
+	}
+	for _, p := range x.Prepared {
+		if p.Level != OK {
+			xminChecks = append(xminChecks, Check{SectionXmin, "prepared " + p.GID, p.Verdict})
+		}
+	}
+	for _, s := range x.Slots {
+		if s.Level != OK {
+			xminChecks = append(xminChecks, Check{SectionXmin, "slot " + s.Name, s.Verdict})
+		}
+	}
+	t.notes(xminChecks, x.Problems)
+
+	c := r.Cron
+	t.printf("\nPG_CRON / TICKER\n")
+	switch {
+	case !c.Settings.Loaded:
+		t.printf("  pg_cron is not loaded in this server\n")
+	case !c.Access.Installed && len(c.Problems) == 0:
+		t.printf("  pg_cron is loaded but not created in its database %s\n", c.Settings.DatabaseName)
+	case len(c.Jobs) == 0 && len(c.Problems) == 0:
+		t.printf("  no pgque jobs for database %s in pg_cron (database %s)\n", r.Session.Database, c.Settings.DatabaseName)
+	}
+	if len(c.Jobs) > 0 {
+		rows := make([][]string, 0, len(c.Jobs))
+		for _, j := range c.Jobs {
+			rows = append(rows, []string{j.Name, j.Level.String(), j.Schedule, strconv.FormatBool(j.Active),
+				orDash(j.LastStatus), secp(j.SinceLastRun), fmt.Sprintf("%d / %d / %d", j.Runs, j.Succeeded, j.Failed),
+				strconv.FormatInt(j.Running, 10)})
+		}
+		t.table([]string{"job", "status", "schedule", "active", "last run", "started ago",
+			"runs / ok / failed (" + dur(r.Thresholds.CronWindow.Seconds()) + ")", "running"}, rows)
+	}
+	if len(c.Daemon) > 0 {
+		rows := make([][]string, 0, len(c.Daemon))
+		for _, h := range c.Daemon {
+			role := "standby"
+			if h.Granted {
+				role = "leader"
+			}
+			started := "-"
+			if h.BackendStart != nil {
+				started = h.BackendStart.UTC().Format(time.RFC3339)
+			}
+			rows = append(rows, []string{role, strconv.Itoa(int(h.PID)), h.User, h.Application, h.ClientAddr, started})
+		}
+		t.table([]string{"ticker daemon", "pid", "user", "application", "client", "backend start"}, rows)
+	}
+	for _, ch := range r.checksOf(SectionCron) {
+		if !strings.HasPrefix(ch.Name, "cron job ") && ch.Name != "unreadable" {
+			t.printf("  %-7s %s: %s\n", ch.Level, ch.Name, ch.Reason)
+		}
+	}
+	var jobChecks []Check
+	for _, ch := range r.checksOf(SectionCron) {
+		if strings.HasPrefix(ch.Name, "cron job ") {
+			jobChecks = append(jobChecks, ch)
+		}
+	}
+	t.notes(jobChecks, c.Problems)
+
+	t.printf("\nSERVER\n")
+	var rows [][]string
+	if len(r.Notify.Problems) == 0 {
+		rows = append(rows, []string{"notify queue", r.Notify.Level.String(), fmt.Sprintf("%.2f%%", r.Notify.Usage*100)})
+	}
+	if len(r.Connections.Problems) == 0 {
+		rows = append(rows, []string{"connections", r.Connections.Level.String(),
+			fmt.Sprintf("%d of %d (%.0f%%)", r.Connections.Total, r.Connections.MaxConnections-r.Connections.ReservedSuperuser, r.Connections.Share*100)})
+	}
+	t.table([]string{"check", "status", "value"}, rows)
+	t.notes(append(r.checksOf(SectionNotify), r.checksOf(SectionConnections)...), append(r.Notify.Problems, r.Connections.Problems...))
+	t.printf("\n%s\n", r.Summary)
+	return t.err
+}
+
+// checksOf returns the checks of one section except the "unreadable" ones
+// (those are printed from the section's problems).
+func (r *Report) checksOf(section string) []Check {
+	var out []Check
+	for _, c := range r.Checks {
+		if c.Section == section && c.Name != "unreadable" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// metaRotation shows the metadata rotation period and the time since the
+// last subscription-table rotation, each "-" when not readable.
+func metaRotation(r *Report) string {
+	period, last := "-", "-"
+	if r.Engine.MetaRotationPeriod != nil {
+		period = dur(*r.Engine.MetaRotationPeriod)
+	}
+	if r.Engine.LastMetaRotation != nil {
+		last = dur(r.Time.Sub(*r.Engine.LastMetaRotation).Seconds())
+	}
+	return period + " / " + last
+}
+
+func pinned(q QueueRow) string {
+	if q.PinnedBy == "" {
+		return "-"
+	}
+	return q.PinnedBy + " (" + secp(q.PinnedByLag) + ")"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func xidText(x *string) string {
+	if x == nil {
+		return ""
+	}
+	return " / xid " + *x
+}
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func intp(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	return i64(*p)
+}
+
+func pidp(p *int32) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(int(*p))
+}
+
+func floatp(p *float64, prec int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*p, 'f', prec, 64)
+}
+
+func secp(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return dur(*p)
+}
