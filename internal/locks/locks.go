@@ -1,9 +1,10 @@
-// Package locks names the advisory locks pgquectl takes, so that the code
-// that takes a lock and the code that reports who holds it (status) agree.
+// Package locks names the advisory locks pgquectl and its SQL engine take,
+// so that the code that takes a lock and the code that reports who holds it
+// (status) agree. All are two-key advisory locks: in pg_locks, locktype =
+// 'advisory', classid = the first key, objid = the second, objsubid = 2.
 package locks
 
-// ClassID is the first key of every two-key advisory lock pgquectl takes
-// ('pgqu' as an int4). In pg_locks: locktype = 'advisory', classid = ClassID.
+// ClassID is the first key of pgquectl's own locks ('pgqu' as an int4).
 const ClassID int32 = 0x70677175
 
 // Second keys (pg_locks.objid) under ClassID.
@@ -13,3 +14,15 @@ const (
 	// TickerLeader is held (session-scoped) by the leading `tick --run` daemon.
 	TickerLeader int32 = 2
 )
+
+// QueueTickClassID is the first key of a queue's tick lock; the second is
+// the queue id. The ticker try-locks it (transaction-scoped) and skips the
+// queue when it is held; configuration changes, consumer registration and
+// event-table rotation take it.
+const QueueTickClassID int32 = ClassID + 1
+
+// SubscriptionBatchClassID is the first key of a subscription's batch lock;
+// the second is the subscription id. receive, ack, nack, next_batch and
+// finish_batch take it (transaction-scoped) so one consumer's batch
+// operations run one at a time, without row locks (no WAL).
+const SubscriptionBatchClassID int32 = ClassID + 2

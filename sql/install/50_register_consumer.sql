@@ -3,7 +3,8 @@
 -- pgque.register_consumer_at(x_queue_name, x_consumer_name, x_tick_pos):
 -- subscribe at a given tick, or move an existing consumer with no open batch
 -- there. Returns: 1 registered (or moved), 0 already registered.
--- Locks: the queue's tick lock (serializes registration per queue).
+-- Locks: the queue's tick lock (serializes registration per queue), the
+-- subscription's batch lock when moving it.
 -- Writes: consumer, subscription. Called by: subscribe(), consumers, admins.
 CREATE OR REPLACE FUNCTION pgque.register_consumer_at(x_queue_name text, x_consumer_name text, x_tick_pos bigint)
 RETURNS int
@@ -32,11 +33,13 @@ BEGIN
     INSERT INTO pgque.consumer (co_name) VALUES (x_consumer_name) ON CONFLICT (co_name) DO NOTHING;
     SELECT co_id INTO v_co_id FROM pgque.consumer WHERE co_name = x_consumer_name;
     SELECT * INTO v_sub FROM pgque.subscription
-     WHERE sub_queue = v_queue.queue_id AND sub_consumer = v_co_id FOR UPDATE;
+     WHERE sub_queue = v_queue.queue_id AND sub_consumer = v_co_id;
     IF FOUND THEN
         IF x_tick_pos IS NULL THEN
             RETURN 0;
         END IF;
+        PERFORM pg_advisory_xact_lock(1885827447, v_sub.sub_id);
+        SELECT * INTO v_sub FROM pgque.subscription WHERE sub_id = v_sub.sub_id;
         IF v_sub.sub_batch IS NOT NULL THEN
             RAISE EXCEPTION 'pgque: consumer "%" has an open batch on queue "%"; finish it before moving the consumer', x_consumer_name, x_queue_name
                 USING ERRCODE = 'object_in_use';

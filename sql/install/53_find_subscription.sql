@@ -1,7 +1,10 @@
 -- pgque.find_subscription(i_queue_name, i_consumer_name): the consumer's
--- subscription row, locked FOR UPDATE (one batch operation per consumer at a
--- time); an unknown queue or consumer raises a clear error.
--- Locks: the subscription row. Called by: receive, next_batch.
+-- subscription row, read after taking the subscription's batch lock (one
+-- batch operation per consumer at a time); an unknown queue or consumer
+-- raises a clear error. The lock is advisory (1885827447, sub_id), not a row
+-- lock: it writes no WAL and survives the row moving to another child.
+-- Locks: the subscription's batch lock (transaction). Called by: receive,
+-- next_batch, next_batch_info.
 CREATE OR REPLACE FUNCTION pgque.find_subscription(i_queue_name text, i_consumer_name text)
 RETURNS pgque.subscription
 LANGUAGE plpgsql SECURITY DEFINER
@@ -14,8 +17,11 @@ BEGIN
     SELECT s.* INTO v_sub
       FROM pgque.subscription s
       JOIN pgque.consumer c ON c.co_id = s.sub_consumer
-     WHERE s.sub_queue = v_queue.queue_id AND c.co_name = i_consumer_name
-       FOR UPDATE OF s;
+     WHERE s.sub_queue = v_queue.queue_id AND c.co_name = i_consumer_name;
+    IF FOUND THEN
+        PERFORM pg_advisory_xact_lock(1885827447, v_sub.sub_id);
+        SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_id = v_sub.sub_id;
+    END IF;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgque: consumer "%" is not subscribed to queue "%"', i_consumer_name, i_queue_name
             USING ERRCODE = 'undefined_object', HINT = 'Subscribe it first: SELECT pgque.subscribe(queue, consumer).';

@@ -1,11 +1,8 @@
--- pgque.open_batch(i_sub, i_max_events): open a batch for a locked
--- subscription that has none. With i_max_events NULL the batch is the next
--- tick (PgQ's next_batch). Otherwise it spans as many following ticks as fit
--- i_max_events by their event-sequence deltas (at least one tick), so a
--- consumer polling slower than the tick rate needs one batch, not many.
--- Returns: the batch id, or NULL when there is no newer tick.
--- Locks: the caller holds the subscription row. Writes: subscription.
--- Called by: next_batch, receive.
+-- pgque.open_batch(i_sub, i_max_events): open a batch for a subscription
+-- whose batch lock the caller holds, ending where batch_end_tick says.
+-- Returns: the batch id (the open one if there is one), NULL when there is no
+-- newer tick. Locks: the caller holds the batch lock. Writes: subscription.
+-- Called by: next_batch, next_batch_info.
 CREATE OR REPLACE FUNCTION pgque.open_batch(i_sub pgque.subscription, i_max_events int)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
@@ -18,25 +15,7 @@ BEGIN
     IF i_sub.sub_batch IS NOT NULL THEN
         RETURN i_sub.sub_batch;
     END IF;
-    IF i_max_events IS NULL THEN
-        SELECT t.tick_id INTO v_next FROM pgque.tick t
-         WHERE t.tick_queue = i_sub.sub_queue AND t.tick_id > i_sub.sub_last_tick
-         ORDER BY t.tick_id LIMIT 1;
-    ELSE
-        SELECT coalesce(max(d.tick_id) FILTER (WHERE d.cum <= i_max_events), min(d.tick_id))
-          INTO v_next
-          FROM (SELECT w.tick_id,
-                       sum(w.tick_event_seq - w.prev_seq) OVER (ORDER BY w.tick_id) AS cum
-                  FROM (SELECT t.tick_id, t.tick_event_seq,
-                               lag(t.tick_event_seq, 1, (SELECT l.tick_event_seq FROM pgque.tick l
-                                                          WHERE l.tick_queue = i_sub.sub_queue
-                                                            AND l.tick_id = i_sub.sub_last_tick))
-                                   OVER (ORDER BY t.tick_id) AS prev_seq
-                          FROM pgque.tick t
-                         WHERE t.tick_queue = i_sub.sub_queue AND t.tick_id > i_sub.sub_last_tick
-                         ORDER BY t.tick_id
-                         LIMIT 1000) w) d;
-    END IF;
+    v_next := pgque.batch_end_tick(i_sub, i_max_events);
     IF v_next IS NULL THEN
         RETURN NULL;
     END IF;

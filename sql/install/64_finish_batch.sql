@@ -1,20 +1,22 @@
 -- pgque.finish_batch(x_batch_id): close a batch: the consumer's cursor moves
 -- to the batch's end tick. Returns: 1 finished, 0 unknown or already
--- finished. Locks: the subscription row. Writes: subscription.
--- Called by: ack(), PgQ-style consumers, receive() (empty batches).
+-- finished. Locks: the subscription's batch lock. Writes: subscription.
+-- Called by: ack(), PgQ-style consumers.
 CREATE OR REPLACE FUNCTION pgque.finish_batch(x_batch_id bigint)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
+DECLARE
+    v_sub pgque.subscription := pgque.lock_batch(x_batch_id);
 BEGIN
-    IF x_batch_id IS NULL THEN
+    IF v_sub.sub_id IS NULL THEN
         RETURN 0;
     END IF;
     UPDATE pgque.subscription
        SET sub_last_tick = sub_next_tick, sub_batch = NULL, sub_next_tick = NULL,
            sub_batch_pos = NULL, sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
-     WHERE sub_batch = x_batch_id;
+     WHERE sub_id = v_sub.sub_id AND sub_batch = x_batch_id;
     RETURN CASE WHEN FOUND THEN 1 ELSE 0 END;
 END;
 $$;

@@ -4,7 +4,7 @@
 -- position moved past the returned events. A batch opened by next_batch()
 -- and never received is finished whole (PgQ's finish_batch).
 -- Returns: 1 acknowledged, 0 unknown or already finished batch.
--- Locks: the subscription row. Writes: subscription.
+-- Locks: the subscription's batch lock. Writes: subscription (one UPDATE).
 -- Called by: consumers (pgque_reader).
 CREATE OR REPLACE FUNCTION pgque.ack(i_batch_id bigint)
 RETURNS int
@@ -12,18 +12,21 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
 DECLARE
-    v_sub pgque.subscription;
+    v_sub pgque.subscription := pgque.lock_batch(i_batch_id);
 BEGIN
-    SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_batch = i_batch_id FOR UPDATE;
-    IF NOT FOUND THEN
+    IF v_sub.sub_id IS NULL THEN
         RETURN 0;
     END IF;
     IF v_sub.sub_batch_recv AND v_sub.sub_batch_sent IS NOT NULL THEN
         UPDATE pgque.subscription
            SET sub_batch_pos = sub_batch_sent, sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
          WHERE sub_id = v_sub.sub_id;
-        RETURN 1;
+    ELSE
+        UPDATE pgque.subscription
+           SET sub_last_tick = sub_next_tick, sub_batch = NULL, sub_next_tick = NULL,
+               sub_batch_pos = NULL, sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
+         WHERE sub_id = v_sub.sub_id;
     END IF;
-    RETURN pgque.finish_batch(i_batch_id);
+    RETURN 1;
 END;
 $$;

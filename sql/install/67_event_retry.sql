@@ -3,7 +3,7 @@
 -- only, at the given time. The event is re-read from the batch; the copy in
 -- the retry queue keeps its ev_id and retry count (maint_retry_events adds 1).
 -- Returns: 1 scheduled, 0 unknown batch or the event is not in it.
--- Locks: the subscription row (FOR SHARE). Writes: retry_queue.
+-- Locks: the subscription's batch lock. Writes: retry_queue.
 -- Called by: nack(), PgQ-style consumers.
 CREATE OR REPLACE FUNCTION pgque.event_retry(x_batch_id bigint, x_event_id bigint, x_retry_time timestamptz)
 RETURNS int
@@ -13,8 +13,8 @@ AS $$
 DECLARE
     v_sub pgque.subscription;
 BEGIN
-    SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_batch = x_batch_id FOR SHARE;
-    IF NOT FOUND THEN
+    v_sub := pgque.lock_batch(x_batch_id);
+    IF v_sub.sub_id IS NULL THEN
         RETURN 0;
     END IF;
     INSERT INTO pgque.retry_queue (ev_retry_after, ev_queue, ev_id, ev_time, ev_txid, ev_owner, ev_retry,

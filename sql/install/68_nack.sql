@@ -4,7 +4,7 @@
 -- for this consumer after i_retry_after; once its retries are spent it goes
 -- to the dead-letter table, once per (queue, consumer, event).
 -- Returns: 1 done, 0 unknown batch or event not in it.
--- Locks: the subscription row (FOR SHARE). Writes: retry_queue or dead_letter.
+-- Locks: the subscription's batch lock. Writes: retry_queue or dead_letter.
 -- Called by: consumers (pgque_reader).
 CREATE OR REPLACE FUNCTION pgque.nack(i_batch_id bigint, i_msg pgque.message,
                                       i_retry_after interval DEFAULT '60 seconds', i_reason text DEFAULT NULL)
@@ -20,8 +20,8 @@ BEGIN
     IF i_msg IS NULL OR i_msg.msg_id IS NULL THEN
         RAISE EXCEPTION 'pgque: nack needs the message (its msg_id)' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_batch = i_batch_id FOR SHARE;
-    IF NOT FOUND THEN
+    v_sub := pgque.lock_batch(i_batch_id);
+    IF v_sub.sub_id IS NULL THEN
         RETURN 0;
     END IF;
     SELECT * INTO v_ev FROM pgque.batch_event_rows(v_sub, NULL, 1, i_msg.msg_id);
