@@ -197,6 +197,20 @@ func TestMetadataRotationLosesNoCursor(t *testing.T) {
 	const n = 600
 	genBefore := e.int64(`SELECT coalesce(pg_sequence_last_value('pgque.subscription_gen_seq'), 0)`)
 
+	// Someone holds the xmin horizon: no pruning, the tables must rotate.
+	holder := pgtest.Conn(t, e.dsn)
+	held, err := holder.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = held.Rollback(context.Background()) }()
+	if _, err := held.Exec(ctxT(t), `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.Exec(ctxT(t), `SELECT count(*) FROM pgque.queue`); err != nil {
+		t.Fatal(err)
+	}
+
 	ctx, cancel := context.WithTimeout(ctxT(t), time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -16,6 +16,11 @@ DECLARE
     v_min   xid8;
     v_next  int;
 BEGIN
+    -- Cheap checks first: most calls find nothing due and write nothing.
+    IF v_queue.queue_switch_step2 IS NULL
+       OR now() - v_queue.queue_switch_time < v_queue.queue_rotation_period THEN
+        RETURN 0;
+    END IF;
     IF NOT pg_try_advisory_xact_lock(1885827446, v_queue.queue_id) THEN
         RETURN 0;
     END IF;

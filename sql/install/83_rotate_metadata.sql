@@ -6,10 +6,12 @@
 -- child first and the truncate follows in a later call.
 -- Subscriptions (updated per batch): (a) every non-current child with pages
 -- is TRUNCATEd (live rows stranded there by a racing registration are moved
--- to the current child first); (b) when the current child has been updated
--- since its rows moved in and either meta_rotation_ms() has passed or it has
--- grown past meta_rotation_max_pages, its rows move to the next child, which
--- becomes current. (a) of a child always runs in a later call than (b).
+-- to the current child first); (b) when the current child holds garbage -
+-- it was updated since its rows moved in and has grown past the pages its
+-- live rows need, which happens when a held xmin stops HOT pruning - and
+-- either meta_rotation_ms() has passed or it has grown by
+-- meta_rotation_max_pages, its rows move to the next child, which becomes
+-- current. (a) of a child always runs in a later call than (b).
 -- Lock waits are bounded (5 ms); a busy table is skipped until the next call.
 -- Returns: actions taken. Locks: EXCLUSIVE on a child being moved from,
 -- ACCESS EXCLUSIVE on a child being truncated. Writes: tick, subscription.
@@ -35,6 +37,8 @@ DECLARE
     v_live      bigint;
     v_oldest    timestamptz;
     v_dirty     boolean;
+    v_pages     bigint;
+    v_live_pages int;
 BEGIN
     PERFORM set_config('lock_timeout', '5ms', true);
 
@@ -83,9 +87,15 @@ BEGIN
     v_tbl := format('pgque.%I', 'subscription_' || v_cur);
     EXECUTE format('SELECT count(*), min(sub_moved_at), coalesce(bool_or(sub_active > sub_moved_at), false) FROM %s', v_tbl)
        INTO v_live, v_oldest, v_dirty;
+    -- Rows fit ~30 a page at fillfactor 50. A child no bigger than its live
+    -- rows need has no garbage worth moving them for (without a held xmin,
+    -- HOT pruning keeps it that size), so idle subscriptions cost no WAL.
+    v_live_pages := ceil(v_live / 30.0)::int;
+    v_pages := pg_relation_size(v_tbl::regclass) / current_setting('block_size')::bigint;
     IF v_dirty
+       AND v_pages > v_live_pages + 1
        AND (v_oldest <= now() - make_interval(secs => v_period_ms / 1000.0)
-            OR pg_relation_size(v_tbl::regclass) >= (v_max_pages + v_live / 30) * current_setting('block_size')::bigint)
+            OR v_pages >= v_max_pages + v_live_pages)
        AND pg_relation_size(format('pgque.%I', 'subscription_' || ((v_cur + 1) % 3))::regclass) = 0
     THEN
         BEGIN
