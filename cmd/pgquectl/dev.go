@@ -28,6 +28,7 @@ func devOptions(a *app, cmd *cobra.Command) (devenv.Options, error) {
 		StateDir: a.v.GetString("state-dir"),
 		Port:     a.v.GetInt("port"),
 		Fast:     a.v.GetBool("fast"),
+		NoTick:   a.v.GetBool("no-tick"),
 		Database: devenv.DefaultDatabase,
 		Out:      cmd.OutOrStdout(),
 		Log:      a.log,
@@ -84,6 +85,7 @@ Missing binaries: bash scripts/setup.sh installs them (Debian/Ubuntu).`,
 	pf.String("state-dir", defaultDevStateDir, "directory holding the cluster, its socket and log")
 	cmd.Flags().Int("port", 0, "TCP port on localhost (default: the previous one, else a free one)")
 	cmd.Flags().Bool("fast", false, "fsync=off: faster, for throwaway test clusters (set when the cluster is created)")
+	cmd.Flags().Bool("no-tick", false, "do not register the pg_cron ticker (100 Hz) in the new database")
 	cmd.AddCommand(newDevStopCmd(a), newDevStatusCmd(a), newDevDestroyCmd(a), newDevDSNCmd(a))
 	return cmd
 }

@@ -24,9 +24,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/config"
+	"github.com/pgquectl/pgquectl/internal/cron"
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/install"
 	"github.com/pgquectl/pgquectl/internal/localpg"
+	"github.com/pgquectl/pgquectl/internal/ticker"
 )
 
 // DefaultDatabase is the database `pgquectl dev` installs the engine into.
@@ -42,6 +44,8 @@ type Options struct {
 	Database string
 	// Fast turns durability off (throwaway test clusters).
 	Fast bool
+	// NoTick skips registering the pg_cron ticker (test clusters).
+	NoTick bool
 	// Out receives one line per step.
 	Out io.Writer
 	Log *slog.Logger
@@ -77,7 +81,48 @@ func DefaultSteps() []Step {
 		{Name: "cluster", Run: stepCluster},
 		{Name: "database", Run: stepDatabase},
 		{Name: "engine", Run: stepEngine},
+		{Name: "ticking", Run: stepTicking},
 	}
+}
+
+// DevTickPeriod is the tick period `pgquectl dev` sets up (100 Hz).
+const DevTickPeriod = 10 * time.Millisecond
+
+// stepTicking registers the engine's pg_cron jobs at DevTickPeriod, once:
+// when jobs are already registered (a second `dev`, or the user retuned
+// them with `pgquectl tick`), it leaves them alone.
+func stepTicking(ctx context.Context, e *Env) error {
+	if e.NoTick {
+		fmt.Fprintln(e.Out, "not ticking (--no-tick): start it with pgquectl tick --hz 100")
+		return nil
+	}
+	if !e.Cluster.CronPreloaded {
+		fmt.Fprintln(e.Out, "not ticking: pg_cron is missing; run `pgquectl tick --run --hz 100` next to it")
+		return nil
+	}
+	conn, err := db.Connect(ctx, e.Conn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	info, err := cron.Detect(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("looking for pg_cron: %w", err)
+	}
+	jobs, err := cron.Jobs(ctx, conn, info)
+	if err != nil {
+		return fmt.Errorf("listing pg_cron jobs: %w", err)
+	}
+	if len(jobs) > 0 {
+		fmt.Fprintf(e.Out, "ticking through pg_cron: %d job(s) already registered (change with pgquectl tick)\n", len(jobs))
+		return nil
+	}
+	plan, err := ticker.Configure(ctx, conn, ticker.Options{Period: DevTickPeriod})
+	if err != nil {
+		return fmt.Errorf("setting up ticking: %w", err)
+	}
+	fmt.Fprintf(e.Out, "ticking every %s through pg_cron (%d jobs registered)\n", DevTickPeriod, len(plan.Jobs))
+	return nil
 }
 
 // stepTimeout bounds each step.

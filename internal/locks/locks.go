@@ -13,6 +13,9 @@ const (
 	Install int32 = 1
 	// TickerLeader is held (session-scoped) by the leading `tick --run` daemon.
 	TickerLeader int32 = 2
+	// MetadataRotation is try-locked (transaction-scoped) by
+	// pgque.rotate_metadata(): one rotation at a time.
+	MetadataRotation int32 = 4
 )
 
 // QueueTickClassID is the first key of a queue's tick lock; the second is

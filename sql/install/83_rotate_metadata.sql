@@ -12,7 +12,8 @@
 -- either meta_rotation_ms() has passed or it has grown by
 -- meta_rotation_max_pages, its rows move to the next child, which becomes
 -- current. (a) of a child always runs in a later call than (b).
--- Lock waits are bounded (5 ms); a busy table is skipped until the next call.
+-- Lock waits are bounded (5 ms); a busy table is skipped until the next call;
+-- one caller at a time (advisory (1885827445, 4), try-lock: others return 0).
 -- Returns: actions taken. Locks: EXCLUSIVE on a child being moved from,
 -- ACCESS EXCLUSIVE on a child being truncated. Writes: tick, subscription.
 -- Called by: ticker_loop() (every 200 ms), cron, the ticker daemon.
@@ -40,12 +41,18 @@ DECLARE
     v_pages     bigint;
     v_live_pages int;
 BEGIN
+    -- One rotation at a time (ticker_loop, cron and the daemon may all call
+    -- it): a second caller returns at once instead of racing for the locks.
+    IF NOT pg_try_advisory_xact_lock(1885827445, 4) THEN
+        RETURN 0;
+    END IF;
     PERFORM set_config('lock_timeout', '5ms', true);
 
     -- Ticks.
     v_cur := pgque.tick_gen(now());
     v_x := (v_cur + 1) % 3;
     v_tbl := format('pgque.%I', 'tick_' || v_x);
+    BEGIN
     IF pg_relation_size(v_tbl::regclass) > 0 THEN
         BEGIN
             EXECUTE format(c_need_sql, v_tbl) INTO v_total, v_needed;
@@ -63,28 +70,32 @@ BEGIN
                  WHERE t.tick_gen = v_x AND t.tick_queue = n.queue_id AND t.tick_id >= n.min_tick;
                 v_done := v_done + 1;
             END IF;
-        EXCEPTION WHEN lock_not_available THEN
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
             NULL;
         END;
     END IF;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        NULL;
+    END;
 
     -- Subscriptions, (a): truncate the non-current children.
     v_cur := pgque.subscription_gen();
     FOR v_x IN SELECT g FROM generate_series(0, 2) g WHERE g <> v_cur LOOP
         v_tbl := format('pgque.%I', 'subscription_' || v_x);
-        CONTINUE WHEN pg_relation_size(v_tbl::regclass) = 0;
         BEGIN
+            CONTINUE WHEN pg_relation_size(v_tbl::regclass) = 0;
             EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', v_tbl);
             UPDATE pgque.subscription SET sub_gen = v_cur, sub_moved_at = now() WHERE sub_gen = v_x;
             EXECUTE format('TRUNCATE %s', v_tbl);
             v_done := v_done + 1;
-        EXCEPTION WHEN lock_not_available THEN
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
             NULL;
         END;
     END LOOP;
 
     -- Subscriptions, (b): move the current child's rows to the next child.
     v_tbl := format('pgque.%I', 'subscription_' || v_cur);
+    BEGIN
     EXECUTE format('SELECT count(*), min(sub_moved_at), coalesce(bool_or(sub_active > sub_moved_at), false) FROM %s', v_tbl)
        INTO v_live, v_oldest, v_dirty;
     -- Rows fit ~30 a page at fillfactor 50. A child no bigger than its live
@@ -103,10 +114,13 @@ BEGIN
             v_x := (nextval('pgque.subscription_gen_seq') % 3)::smallint;
             UPDATE pgque.subscription SET sub_gen = v_x, sub_moved_at = now() WHERE sub_gen = v_cur;
             v_done := v_done + 1;
-        EXCEPTION WHEN lock_not_available THEN
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
             NULL;
         END;
     END IF;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+        NULL;
+    END;
 
     PERFORM set_config('lock_timeout', v_timeout, true);
     RETURN v_done;

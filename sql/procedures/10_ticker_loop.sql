@@ -79,6 +79,9 @@ BEGIN
             v_next := v_deadline;
         END IF;
         PERFORM pg_sleep(extract(epoch FROM v_next - clock_timestamp()));
+        -- End the sleep's transaction so the round's now() - tick_time and
+        -- the period check - is taken after the sleep, not before it.
+        COMMIT;
     END LOOP;
 END;
 $$;

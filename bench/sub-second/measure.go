@@ -1,0 +1,769 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/pgstats"
+)
+
+// Named statements of the measurement side.
+const (
+	// qDeadTuples counts dead tuples exactly (pgstattuple) in a table and, when
+	// it is partitioned, in its children. Autovacuum's n_dead_tup is a
+	// lagging estimate; these tables are small, so the exact count is cheap.
+	qDeadTuples = `
+SELECT coalesce(sum((pgstattuple(c.oid)).dead_tuple_count), 0)::bigint
+  FROM pg_class c
+ WHERE c.relkind = 'r'
+   AND (c.oid = to_regclass($1)
+        OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = to_regclass($1)))`
+	qCronRuns      = `SELECT count(*) FROM cron.job_run_details`
+	qHoldXminBegin = `BEGIN ISOLATION LEVEL REPEATABLE READ`
+	qHoldXminSnap  = `SELECT count(*) FROM pg_class` // takes the snapshot, held until ROLLBACK
+	qBystander     = `SELECT v FROM bench_bystander WHERE id = $1`
+	qCheckpoint    = `CHECKPOINT`
+	// qVacuumAll cleans up after the previous phase (dropped queues, dead
+	// catalog rows) so autovacuum's full-page images do not land in this
+	// phase's WAL.
+	qVacuumAll      = `VACUUM`
+	qListen         = `LISTEN ` // + quoted channel
+	qBackendXminSet = `SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = pg_backend_pid()`
+	// qWALStats breaks the phase's WAL down by record type (pg_walinspect).
+	qWALStats = `SELECT "resource_manager/record_type", count, record_size, fpi_size, combined_size
+	               FROM pg_get_wal_stats($1::text::pg_lsn, $2::text::pg_lsn, true)
+	              WHERE count > 0 ORDER BY combined_size DESC LIMIT 12`
+)
+
+// Latency summarizes a latency sample, in milliseconds.
+type Latency struct {
+	Count int     `json:"count"`
+	Min   float64 `json:"min_ms"`
+	P50   float64 `json:"p50_ms"`
+	P95   float64 `json:"p95_ms"`
+	P99   float64 `json:"p99_ms"`
+	P999  float64 `json:"p999_ms"`
+	Max   float64 `json:"max_ms"`
+	Mean  float64 `json:"mean_ms"`
+}
+
+// CDFPoint is one point of a latency CDF.
+type CDFPoint struct {
+	Ms   float64 `json:"ms"`
+	Frac float64 `json:"frac"`
+}
+
+// Sample is one periodic reading during a phase.
+type Sample struct {
+	T           float64 `json:"t_s"`       // seconds since the phase started
+	WAL         int64   `json:"wal_bytes"` // since the phase started
+	DeadTick    int64   `json:"dead_tick"`
+	DeadSub     int64   `json:"dead_subscription"`
+	DeadQueue   int64   `json:"dead_queue"`
+	DeadEvent   int64   `json:"dead_event"`
+	Backends    int64   `json:"backends"`
+	NotifyUsage float64 `json:"notify_usage"`
+	CronRuns    int64   `json:"cron_runs"`
+	// Machine pressure (Linux PSI, /proc/pressure): the share of the
+	// interval in which some task waited for a CPU / for I/O.
+	CPUStall float64 `json:"cpu_pressure"`
+	IOStall  float64 `json:"io_pressure"`
+}
+
+// psiTotal reads the "some ... total=<µs>" counter of /proc/pressure/<res>.
+func psiTotal(res string) (int64, bool) {
+	raw, err := os.ReadFile("/proc/pressure/" + res)
+	if err != nil {
+		return 0, false
+	}
+	for l := range strings.SplitSeq(string(raw), "\n") {
+		if !strings.HasPrefix(l, "some ") {
+			continue
+		}
+		if i := strings.Index(l, "total="); i >= 0 {
+			var v int64
+			if _, err := fmt.Sscanf(l[i:], "total=%d", &v); err == nil {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// PhaseResult is what one phase measured.
+type PhaseResult struct {
+	Phase
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"seconds"`
+	Produced int       `json:"produced"`
+	Consumed int       `json:"consumed"`
+	Dups     int       `json:"duplicates"`
+	Missing  int       `json:"missing"`
+
+	Latency Latency    `json:"latency"`
+	CDF     []CDFPoint `json:"cdf"`
+
+	WALBytes       int64   `json:"wal_bytes"`
+	WALBytesPerSec float64 `json:"wal_bytes_per_sec"`
+	WALSeconds     float64 `json:"wal_seconds"` // span of the WAL reading (phase + drain)
+
+	PeakDeadTick  int64 `json:"peak_dead_tick"`
+	PeakDeadSub   int64 `json:"peak_dead_subscription"`
+	PeakDeadQueue int64 `json:"peak_dead_queue"`
+	PeakDeadEvent int64 `json:"peak_dead_event"`
+
+	CronRunsStart   int64   `json:"cron_runs_start"`
+	CronRunsEnd     int64   `json:"cron_runs_end"`
+	BackendsPeak    int64   `json:"backends_peak"`
+	NotifyUsagePeak float64 `json:"notify_usage_peak"`
+	PeakCPUStall    float64 `json:"peak_cpu_pressure"`
+	PeakIOStall     float64 `json:"peak_io_pressure"`
+
+	Bystander Latency `json:"bystander"`
+
+	Ticks            int     `json:"ticks"`
+	MaxTickGapMs     float64 `json:"max_tick_gap_ms"`
+	MaxHandoverGapMs float64 `json:"max_handover_gap_ms"`
+	Handovers        int     `json:"handovers"`
+
+	// WorstEvents are the events with the largest latency (when committed).
+	WorstEvents []Gap `json:"worst_events,omitempty"`
+	// LockWaits: server log lines of lock waits ≥ deadlock_timeout (100 ms
+	// in the bench cluster, log_lock_waits on) during the phase.
+	LockWaits      []string `json:"lock_waits,omitempty"`
+	LockWaitsCount int      `json:"lock_waits_count"`
+	// TopGaps are the largest gaps between consecutive ticks (when, how long).
+	TopGaps []Gap `json:"top_tick_gaps,omitempty"`
+	// WALBreakdown: the phase's WAL by record type (largest first).
+	WALBreakdown []WALRecordStat `json:"wal_breakdown,omitempty"`
+
+	Samples []Sample `json:"samples"`
+	Errors  []string `json:"errors,omitempty"`
+}
+
+// Gap is one gap between consecutive ticks.
+type Gap struct {
+	At time.Time `json:"at"` // the tick that ended the gap
+	Ms float64   `json:"ms"`
+}
+
+// WALRecordStat is one row of pg_get_wal_stats.
+type WALRecordStat struct {
+	Record   string `json:"record"`
+	Count    int64  `json:"count"`
+	Bytes    int64  `json:"record_bytes"`
+	FPIBytes int64  `json:"fpi_bytes"`
+	Total    int64  `json:"combined_bytes"`
+}
+
+// recorder collects commit and receive times by event id.
+type recorder struct {
+	mu       sync.Mutex
+	commit   map[int64]time.Time
+	received map[int64]time.Time
+	dups     int
+	errs     []string
+}
+
+func newRecorder() *recorder {
+	return &recorder{commit: map[int64]time.Time{}, received: map[int64]time.Time{}}
+}
+
+func (r *recorder) committed(ids []int64, at time.Time) {
+	r.mu.Lock()
+	for _, id := range ids {
+		r.commit[id] = at
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) got(ids []int64, at time.Time) {
+	r.mu.Lock()
+	for _, id := range ids {
+		if _, ok := r.received[id]; ok {
+			r.dups++
+			continue
+		}
+		r.received[id] = at
+	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) counts() (produced, consumed int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.commit), len(r.received)
+}
+
+func (r *recorder) errorf(format string, a ...any) {
+	r.mu.Lock()
+	if len(r.errs) < 20 {
+		r.errs = append(r.errs, fmt.Sprintf(format, a...))
+	}
+	r.mu.Unlock()
+}
+
+// latencies joins commits and receipts (ids produced before the phase, e.g.
+// the warm-up event, are ignored).
+func (r *recorder) latencies(start time.Time) (ms []float64, missing int, detail []string, worst []Gap) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, c := range r.commit {
+		g, ok := r.received[id]
+		if !ok {
+			missing++
+			if len(detail) < 10 {
+				detail = append(detail, fmt.Sprintf("event %d committed at +%.3fs never received", id, c.Sub(start).Seconds()))
+			}
+			continue
+		}
+		l := float64(g.Sub(c).Microseconds()) / 1000
+		ms = append(ms, l)
+		worst = append(worst, Gap{At: c, Ms: l})
+	}
+	slices.SortFunc(worst, func(a, b Gap) int { return cmp.Compare(b.Ms, a.Ms) })
+	return ms, missing, detail, worst[:min(10, len(worst))]
+}
+
+func summarize(ms []float64) (Latency, []CDFPoint) {
+	if len(ms) == 0 {
+		return Latency{}, nil
+	}
+	slices.Sort(ms)
+	q := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(ms)))) - 1
+		return ms[min(max(i, 0), len(ms)-1)]
+	}
+	var sum float64
+	for _, v := range ms {
+		sum += v
+	}
+	l := Latency{Count: len(ms), Min: ms[0], P50: q(0.50), P95: q(0.95), P99: q(0.99), P999: q(0.999),
+		Max: ms[len(ms)-1], Mean: sum / float64(len(ms))}
+	const points = 300
+	var cdf []CDFPoint
+	step := max(1, len(ms)/points)
+	for i := 0; i < len(ms); i += step {
+		cdf = append(cdf, CDFPoint{Ms: ms[i], Frac: float64(i+1) / float64(len(ms))})
+	}
+	cdf = append(cdf, CDFPoint{Ms: ms[len(ms)-1], Frac: 1})
+	return l, cdf
+}
+
+// env is what every phase needs from the run.
+type env struct {
+	cfg       Config
+	serverLog string // the benchmark cluster's log file
+	dsn       func(db string) string
+	cronDB    string
+	progress  func(phase string, elapsed time.Duration)
+}
+
+func (e *env) connect(ctx context.Context, db, app string) (*pgx.Conn, error) {
+	cc, err := pgx.ParseConfig(e.dsn(db))
+	if err != nil {
+		return nil, err
+	}
+	cc.RuntimeParams["application_name"] = app
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := pgx.ConnectConfig(cctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s as %s: %w", db, app, err)
+	}
+	return c, nil
+}
+
+// runPhase runs one phase against sys and measures it.
+func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult, err error) {
+	res.Phase = p
+	conns := map[string]*pgx.Conn{}
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close(context.Background())
+		}
+	}()
+	for _, name := range []string{"admin", "producer", "consumer", "monitor", "wal", "bystander", "xmin"} {
+		c, err := e.connect(ctx, sys.DB(), "bench-"+name)
+		if err != nil {
+			return res, err
+		}
+		conns[name] = c
+	}
+	cronMon, err := e.connect(ctx, e.cronDB, "bench-cron-monitor")
+	if err != nil {
+		return res, err
+	}
+	conns["cron"] = cronMon
+
+	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := sys.Prepare(setupCtx, conns["admin"], p); err != nil {
+		return res, err
+	}
+	defer func() { _ = sys.Finish(context.Background()) }()
+	if _, err := conns["admin"].Exec(setupCtx, qVacuumAll); err != nil {
+		return res, fmt.Errorf("vacuum before the phase: %w", err)
+	}
+	if _, err := conns["admin"].Exec(setupCtx, qCheckpoint); err != nil {
+		return res, fmt.Errorf("checkpoint before the phase: %w", err)
+	}
+	var queueID int64
+	if p.Rate > 0 {
+		if queueID, err = sys.QueueID(setupCtx, conns["admin"]); err != nil {
+			return res, fmt.Errorf("reading the queue id: %w", err)
+		}
+		if err := warmup(ctx, e, sys, conns["producer"], conns["consumer"]); err != nil {
+			return res, err
+		}
+	} else {
+		if !sleepCtx(ctx, 2*time.Second) { // let the ticker settle on the new queues
+			return res, ctx.Err()
+		}
+	}
+	if p.HeldXmin {
+		x := conns["xmin"]
+		var held bool
+		if _, err := x.Exec(ctx, qHoldXminBegin); err != nil {
+			return res, fmt.Errorf("holding xmin: %w", err)
+		}
+		if err := x.QueryRow(ctx, qHoldXminSnap).Scan(new(int64)); err != nil {
+			return res, fmt.Errorf("holding xmin: %w", err)
+		}
+		if err := x.QueryRow(ctx, qBackendXminSet).Scan(&held); err != nil || !held {
+			return res, fmt.Errorf("holding xmin: the REPEATABLE READ session shows no backend_xmin (%v)", err)
+		}
+	}
+
+	rec := newRecorder()
+	start := time.Now()
+	res.Started = start
+	w0, err := pgstats.ReadWAL(ctx, conns["wal"])
+	if err != nil {
+		return res, err
+	}
+	if err := cronMon.QueryRow(ctx, qCronRuns).Scan(&res.CronRunsStart); err != nil {
+		return res, fmt.Errorf("counting cron.job_run_details: %w", err)
+	}
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var wg sync.WaitGroup
+	var samples []Sample
+	var tickTimes []time.Time
+	var bystander []float64
+	prodCtx, stopProd := context.WithTimeout(runCtx, p.Duration)
+	defer stopProd()
+	consCtx, stopCons := context.WithCancel(runCtx)
+	defer stopCons()
+
+	wg.Add(3)
+	go func() { defer wg.Done(); samples = sampler(runCtx, e, sys, conns["monitor"], cronMon, w0, start, rec) }()
+	go func() {
+		defer wg.Done()
+		tickTimes = tickWatcher(runCtx, sys, conns["admin"], queueID, p.Rate > 0, rec)
+	}()
+	go func() { defer wg.Done(); bystander = bystanderLoop(runCtx, e, conns["bystander"]) }()
+	consDone, prodDone := make(chan struct{}), make(chan struct{})
+	if p.Rate > 0 {
+		go func() { defer close(consDone); consumer(consCtx, e, sys, p, conns["consumer"], rec) }()
+		go func() { defer close(prodDone); producer(prodCtx, e, sys, p, conns["producer"], rec) }()
+	} else {
+		close(consDone)
+		close(prodDone)
+	}
+	// Progress while the phase runs.
+	for t := time.NewTicker(time.Second); ; {
+		select {
+		case <-t.C:
+			e.progress(p.Name, time.Since(start))
+			continue
+		case <-prodCtx.Done():
+		}
+		t.Stop()
+		break
+	}
+	phaseEnd := time.Now()
+	<-prodDone // its last transaction may still be committing
+	// Drain: give the consumer a few ticks to receive what was committed.
+	drainUntil := time.Now().Add(3*time.Second + 3*p.Period())
+	for time.Now().Before(drainUntil) && ctx.Err() == nil {
+		produced, consumed := rec.counts()
+		if consumed >= produced {
+			break
+		}
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
+	stopCons()
+	<-consDone
+	w1, werr := pgstats.ReadWAL(context.WithoutCancel(ctx), conns["wal"])
+	stopRun()
+	wg.Wait()
+	if p.HeldXmin {
+		_, _ = conns["xmin"].Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
+	_ = cronMon.QueryRow(context.WithoutCancel(ctx), qCronRuns).Scan(&res.CronRunsEnd)
+
+	res.Seconds = phaseEnd.Sub(start).Seconds()
+	if werr == nil {
+		// WAL over the measured span (the drain adds no production).
+		rate := pgstats.Rate(w0, w1)
+		res.WALBytes = rate.Bytes
+		res.WALBytesPerSec = rate.BytesPerSec
+		res.WALSeconds = rate.Seconds
+	}
+	ms, missing, missingDetail, worst := rec.latencies(start)
+	res.WorstEvents = worst
+	res.Latency, res.CDF = summarize(ms)
+	res.Produced, res.Consumed = rec.counts()
+	res.Missing, res.Dups = missing, rec.dups
+	res.Bystander, _ = summarize(bystander)
+	res.Samples = samples
+	for _, s := range samples {
+		res.PeakDeadTick = max(res.PeakDeadTick, s.DeadTick)
+		res.PeakDeadSub = max(res.PeakDeadSub, s.DeadSub)
+		res.PeakDeadQueue = max(res.PeakDeadQueue, s.DeadQueue)
+		res.PeakDeadEvent = max(res.PeakDeadEvent, s.DeadEvent)
+		res.BackendsPeak = max(res.BackendsPeak, s.Backends)
+		res.NotifyUsagePeak = max(res.NotifyUsagePeak, s.NotifyUsage)
+		res.PeakCPUStall = max(res.PeakCPUStall, s.CPUStall)
+		res.PeakIOStall = max(res.PeakIOStall, s.IOStall)
+	}
+	res.Ticks = len(tickTimes)
+	res.MaxTickGapMs, res.MaxHandoverGapMs, res.Handovers = tickGaps(tickTimes, start, phaseEnd)
+	res.TopGaps = topGaps(tickTimes, start, phaseEnd, 10)
+	if werr == nil {
+		res.WALBreakdown = walBreakdown(context.WithoutCancel(ctx), conns["wal"], w0, w1, rec)
+	}
+	res.Errors = append(slices.Clone(rec.errs), missingDetail...)
+	if e.serverLog != "" {
+		res.LockWaits, res.LockWaitsCount = lockWaits(e.serverLog, start, phaseEnd)
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// tickGaps returns the largest gap between consecutive ticks within the
+// measured span, and the largest gap that spans a pg_cron slot handover
+// (within 2 s of a minute boundary, where pg_cron 1.4 starts the next
+// ticker_loop run).
+func tickGaps(ts []time.Time, from, to time.Time) (maxGap, maxHandover float64, handovers int) {
+	for i := 1; i < len(ts); i++ {
+		a, b := ts[i-1], ts[i]
+		if a.Before(from) || b.After(to) {
+			continue
+		}
+		gap := float64(b.Sub(a).Microseconds()) / 1000
+		maxGap = max(maxGap, gap)
+		boundary := b.Truncate(time.Minute)
+		if b.Sub(boundary) < 2*time.Second || boundary.Add(time.Minute).Sub(a) < 2*time.Second {
+			maxHandover = max(maxHandover, gap)
+		}
+	}
+	for m := from.Truncate(time.Minute).Add(time.Minute); m.Before(to); m = m.Add(time.Minute) {
+		handovers++
+	}
+	return maxGap, maxHandover, handovers
+}
+
+// topGaps returns the n largest gaps between consecutive ticks in the span.
+func topGaps(ts []time.Time, from, to time.Time, n int) []Gap {
+	var gaps []Gap
+	for i := 1; i < len(ts); i++ {
+		if ts[i-1].Before(from) || ts[i].After(to) {
+			continue
+		}
+		gaps = append(gaps, Gap{At: ts[i], Ms: float64(ts[i].Sub(ts[i-1]).Microseconds()) / 1000})
+	}
+	slices.SortFunc(gaps, func(a, b Gap) int { return cmp.Compare(b.Ms, a.Ms) })
+	return gaps[:min(n, len(gaps))]
+}
+
+// walBreakdown reads pg_get_wal_stats between two WAL points.
+func walBreakdown(ctx context.Context, c *pgx.Conn, w0, w1 pgstats.WALPoint, rec *recorder) []WALRecordStat {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rows, err := c.Query(ctx, qWALStats, w0.LSN.String(), w1.LSN.String())
+	if err != nil {
+		rec.errorf("wal breakdown: %v", err)
+		return nil
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (WALRecordStat, error) {
+		var s WALRecordStat
+		return s, r.Scan(&s.Record, &s.Count, &s.Bytes, &s.FPIBytes, &s.Total)
+	})
+	if err != nil {
+		rec.errorf("wal breakdown: %v", err)
+	}
+	return out
+}
+
+// lockWaits returns the server log's lock-wait lines ("still waiting for",
+// "acquired ... after") logged between from and to.
+func lockWaits(path string, from, to time.Time) ([]string, int) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0
+	}
+	var out []string
+	n := 0
+	lines := strings.Split(string(raw), "\n")
+	for i, l := range lines {
+		if !strings.Contains(l, "still waiting for") || len(l) < 27 {
+			continue
+		}
+		at, err := time.Parse("2006-01-02 15:04:05.000 MST", l[:27])
+		if err != nil || at.Before(from) || at.After(to) {
+			continue
+		}
+		n++
+		if len(out) < 8 {
+			// The DETAIL (holder, wait queue) and STATEMENT lines follow.
+			for _, next := range lines[i+1 : min(i+4, len(lines))] {
+				if strings.Contains(next, "DETAIL:") || strings.Contains(next, "STATEMENT:") || strings.Contains(next, "CONTEXT:") {
+					l += " | " + strings.TrimSpace(next[min(len(next), 27):])
+				}
+			}
+			out = append(out, l)
+		}
+	}
+	return out, n
+}
+
+// warmup sends one event and waits until the consumer sees it: ticking is live.
+func warmup(ctx context.Context, e *env, sys system, prod, cons *pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.WarmupTimeout)
+	defer cancel()
+	ids, err := sys.Produce(ctx, prod, 1)
+	if err != nil {
+		return fmt.Errorf("warm-up event: %w", err)
+	}
+	for {
+		got, err := sys.Consume(ctx, cons)
+		if err != nil {
+			return fmt.Errorf("warm-up receive: %w", err)
+		}
+		if slices.Contains(got, ids[0]) {
+			return nil
+		}
+		if !sleepCtx(ctx, 10*time.Millisecond) {
+			return fmt.Errorf("warm-up: no tick within %s: is the ticker running? (%w)", e.cfg.WarmupTimeout, ctx.Err())
+		}
+	}
+}
+
+// producer commits events at p.Rate per second, batched into at most
+// ProducerTxPerSec transactions per second, on a fixed schedule.
+func producer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, rec *recorder) {
+	txps := min(e.cfg.ProducerTxPerSec, p.Rate)
+	per := p.Rate / txps
+	extra := p.Rate % txps // spread the remainder over the second
+	interval := time.Second / time.Duration(txps)
+	next := time.Now()
+	for i := 0; ; i++ {
+		if !sleepCtx(ctx, time.Until(next)) {
+			return
+		}
+		n := per
+		if i%txps < extra {
+			n++
+		}
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ids, err := sys.Produce(qctx, conn, n)
+		cancel()
+		at := time.Now()
+		if err != nil {
+			rec.errorf("produce: %v", err)
+		} else {
+			rec.committed(ids, at)
+		}
+		next = next.Add(interval)
+	}
+}
+
+// consumer receives and acknowledges: poll-only every PollInterval, or
+// LISTEN + a slow poll.
+func consumer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, rec *recorder) {
+	listen := p.Wake == WakeListen && sys.Channel() != ""
+	if listen {
+		if _, err := conn.Exec(ctx, qListen+pgx.Identifier{sys.Channel()}.Sanitize()); err != nil {
+			rec.errorf("listen: %v", err)
+			listen = false
+		}
+	}
+	for ctx.Err() == nil {
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		ids, err := sys.Consume(qctx, conn)
+		cancel()
+		at := time.Now()
+		if err != nil {
+			rec.errorf("consume: %v", err)
+			sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		if len(ids) > 0 {
+			rec.got(ids, at)
+			continue // there may be more ready right away
+		}
+		if listen {
+			wctx, cancel := context.WithTimeout(ctx, e.cfg.ListenFallback)
+			_, err := conn.WaitForNotification(wctx)
+			cancel()
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				rec.errorf("wait for notification: %v", err)
+			}
+			continue
+		}
+		sleepCtx(ctx, e.cfg.PollInterval)
+	}
+}
+
+// sampler reads WAL, dead tuples, backends, the notify queue and
+// cron.job_run_details every SampleEvery.
+func sampler(ctx context.Context, e *env, sys system, mon, cronMon *pgx.Conn, w0 pgstats.WALPoint, start time.Time, rec *recorder) []Sample {
+	var out []Sample
+	tick, sub, queue := sys.MetaTables()
+	t := time.NewTicker(e.cfg.SampleEvery)
+	defer t.Stop()
+	lastAt := time.Now()
+	lastCPU, _ := psiTotal("cpu")
+	lastIO, _ := psiTotal("io")
+	take := func() {
+		now := time.Now()
+		us := float64(now.Sub(lastAt).Microseconds())
+		cpu, ok1 := psiTotal("cpu")
+		io, ok2 := psiTotal("io")
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		s := Sample{T: time.Since(start).Seconds()}
+		if ok1 && ok2 && us > 0 {
+			s.CPUStall, s.IOStall = float64(cpu-lastCPU)/us, float64(io-lastIO)/us
+		}
+		lastAt, lastCPU, lastIO = now, cpu, io
+		if w, err := pgstats.ReadWAL(qctx, mon); err == nil {
+			s.WAL = int64(w.LSN) - int64(w0.LSN)
+		} else {
+			rec.errorf("sample wal: %v", err)
+		}
+		for _, d := range []struct {
+			rel string
+			dst *int64
+		}{{tick, &s.DeadTick}, {sub, &s.DeadSub}, {queue, &s.DeadQueue}} {
+			if err := mon.QueryRow(qctx, qDeadTuples, d.rel).Scan(d.dst); err != nil {
+				rec.errorf("sample dead tuples %s: %v", d.rel, err)
+			}
+		}
+		if dead, err := pgstats.DeadTuples(qctx, mon, sys.EventSchema()); err == nil {
+			for name, n := range dead {
+				if strings.HasPrefix(name, "event_") {
+					s.DeadEvent += n
+				}
+			}
+		}
+		if c, err := pgstats.ReadConnections(qctx, mon); err == nil {
+			s.Backends = c.Total
+		}
+		if u, err := pgstats.NotifyQueueUsage(qctx, mon); err == nil {
+			s.NotifyUsage = u
+		}
+		_ = cronMon.QueryRow(qctx, qCronRuns).Scan(&s.CronRuns)
+		out = append(out, s)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			take()
+			return out
+		case <-t.C:
+			take()
+		}
+	}
+}
+
+// tickWatcher collects the tick times of the active queue.
+func tickWatcher(ctx context.Context, sys system, conn *pgx.Conn, queueID int64, active bool, rec *recorder) []time.Time {
+	if !active {
+		<-ctx.Done()
+		return nil
+	}
+	var out []time.Time
+	var last int64
+	read := func() {
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		rows, err := conn.Query(qctx, sys.TickQuery(), queueID, last)
+		if err != nil {
+			rec.errorf("ticks: %v", err)
+			return
+		}
+		var id int64
+		var at time.Time
+		_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error {
+			out = append(out, at)
+			last = id
+			return nil
+		})
+		if err != nil {
+			rec.errorf("ticks: %v", err)
+		}
+	}
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			read()
+			return out
+		case <-t.C:
+			read()
+		}
+	}
+}
+
+// bystanderLoop times a point query on an unrelated table.
+func bystanderLoop(ctx context.Context, e *env, conn *pgx.Conn) []float64 {
+	var out []float64
+	t := time.NewTicker(e.cfg.BystanderEvery)
+	defer t.Stop()
+	for i := 1; ; i++ {
+		select {
+		case <-ctx.Done():
+			return out
+		case <-t.C:
+		}
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		t0 := time.Now()
+		var v string
+		err := conn.QueryRow(qctx, qBystander, i%10000+1).Scan(&v)
+		cancel()
+		if err == nil {
+			out = append(out, float64(time.Since(t0).Microseconds())/1000)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

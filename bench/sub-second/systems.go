@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// system is one queue implementation under test: how to set it up for a
+// phase, produce, consume, and where its metadata lives.
+type system interface {
+	Name() string
+	DB() string
+	// Prepare resets the queues for a phase and makes sure ticking runs at
+	// the phase's rate.
+	Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error
+	// Produce inserts n events in one transaction (committed) and returns their ids.
+	Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int64, error)
+	// Consume takes what is ready and acknowledges it; returns the event ids.
+	Consume(ctx context.Context, conn *pgx.Conn) ([]int64, error)
+	// Channel is the NOTIFY channel a LISTEN consumer waits on ("" = none).
+	Channel() string
+	// QueueID of the active queue (tick rows are keyed by it).
+	QueueID(ctx context.Context, conn *pgx.Conn) (int64, error)
+	// TickQuery returns (tick_id, tick_time) of ticks of queue $1 after tick id $2.
+	TickQuery() string
+	// MetaTables names the tick / subscription / queue tables (for pgstattuple).
+	MetaTables() (tick, sub, queue string)
+	// EventSchema holds the event tables (names event_*).
+	EventSchema() string
+	// Finish ends the phase (stop daemons it started).
+	Finish(ctx context.Context) error
+	// Close releases everything at the end of the run.
+	Close(ctx context.Context) error
+}
+
+const (
+	benchQueue    = "bq"
+	benchConsumer = "bc"
+	idleQueueFmt  = "idle_%03d"
+	receiveMax    = 10000
+)
+
+// ---- pgque ---------------------------------------------------------------
+
+// Named statements of the pgque driver.
+const (
+	pqDropQueue     = `SELECT pgque.drop_queue(queue_name, true) FROM pgque.queue`
+	pqCreateQueue   = `SELECT pgque.create_queue($1)`
+	pqSubscribe     = `SELECT pgque.subscribe($1, $2)`
+	pqSetPeriod     = `SELECT pgque.set_tick_period_ms($1::int)`
+	pqSetRotation   = `SELECT pgque.set_setting('meta_rotation_period_ms', $1::text)`
+	pqSendBatch     = `SELECT unnest(pgque.send_batch($1, $2::text[]))`
+	pqReceive       = `SELECT msg_id, batch_id FROM pgque.receive($1, $2, $3)`
+	pqAck           = `SELECT pgque.ack($1)`
+	pqQueueID       = `SELECT queue_id FROM pgque.queue WHERE queue_name = $1`
+	pqTicks         = `SELECT tick_id, tick_time FROM pgque.tick WHERE tick_queue = $1 AND tick_id > $2 ORDER BY tick_id`
+	pqVacuum        = `VACUUM pgque.tick, pgque.subscription, pgque.queue`
+	pqSettingsReset = `SELECT pgque.set_setting('meta_rotation_period_ms', NULL)`
+)
+
+type pgqueSystem struct{ db string }
+
+func (s *pgqueSystem) Name() string    { return SystemPgque }
+func (s *pgqueSystem) DB() string      { return s.db }
+func (s *pgqueSystem) Channel() string { return "pgque_" + benchQueue }
+func (s *pgqueSystem) TickQuery() string {
+	return pqTicks
+}
+func (s *pgqueSystem) MetaTables() (string, string, string) {
+	return "pgque.tick", "pgque.subscription", "pgque.queue"
+}
+func (s *pgqueSystem) EventSchema() string { return "pgque" }
+
+func (s *pgqueSystem) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error {
+	steps := []struct {
+		what string
+		sql  string
+		args []any
+	}{
+		{"dropping old queues", pqDropQueue, nil},
+		{"setting the tick period", pqSetPeriod, []any{p.Period().Milliseconds()}},
+		{"setting the rotation period", pqSettingsReset, nil},
+	}
+	for _, st := range steps {
+		if _, err := conn.Exec(ctx, st.sql, st.args...); err != nil {
+			return fmt.Errorf("pgque: %s: %w", st.what, err)
+		}
+	}
+	if p.Rotation > 0 {
+		if _, err := conn.Exec(ctx, pqSetRotation, strconv.FormatInt(p.Rotation.Milliseconds(), 10)); err != nil {
+			return fmt.Errorf("pgque: setting the rotation period: %w", err)
+		}
+	}
+	if p.Rate > 0 {
+		if _, err := conn.Exec(ctx, pqCreateQueue, benchQueue); err != nil {
+			return fmt.Errorf("pgque: creating the queue: %w", err)
+		}
+		if _, err := conn.Exec(ctx, pqSubscribe, benchQueue, benchConsumer); err != nil {
+			return fmt.Errorf("pgque: subscribing: %w", err)
+		}
+	}
+	for i := range idleQueues(p) {
+		q := fmt.Sprintf(idleQueueFmt, i)
+		if _, err := conn.Exec(ctx, pqCreateQueue, q); err != nil {
+			return fmt.Errorf("pgque: creating idle queue %s: %w", q, err)
+		}
+		if _, err := conn.Exec(ctx, pqSubscribe, q, benchConsumer); err != nil {
+			return fmt.Errorf("pgque: subscribing to %s: %w", q, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, pqVacuum); err != nil {
+		return fmt.Errorf("pgque: vacuum before the phase: %w", err)
+	}
+	return nil
+}
+
+func idleQueues(p Phase) int {
+	if p.Rate > 0 {
+		return 0
+	}
+	return p.Queues
+}
+
+func (s *pgqueSystem) Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int64, error) {
+	payloads := make([]string, n)
+	for i := range payloads {
+		payloads[i] = "{}"
+	}
+	rows, err := conn.Query(ctx, pqSendBatch, benchQueue, payloads)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func (s *pgqueSystem) Consume(ctx context.Context, conn *pgx.Conn) ([]int64, error) {
+	rows, err := conn.Query(ctx, pqReceive, benchQueue, benchConsumer, receiveMax)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	batches := map[int64]bool{}
+	var id, batch int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &batch}, func() error {
+		ids = append(ids, id)
+		batches[batch] = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for b := range batches {
+		if _, err := conn.Exec(ctx, pqAck, b); err != nil {
+			return ids, fmt.Errorf("ack %d: %w", b, err)
+		}
+	}
+	return ids, nil
+}
+
+func (s *pgqueSystem) QueueID(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	var id int64
+	err := conn.QueryRow(ctx, pqQueueID, benchQueue).Scan(&id)
+	return id, err
+}
+
+func (s *pgqueSystem) Finish(context.Context) error { return nil }
+func (s *pgqueSystem) Close(context.Context) error  { return nil }
+
+// ---- upstream PgQ + pgqd ---------------------------------------------------
+
+// Named statements of the PgQ driver.
+const (
+	pgqDropQueues  = `SELECT pgq.unregister_consumer(s.queue_name, s.consumer_name) FROM pgq.get_consumer_info() s`
+	pgqDropQueue2  = `SELECT pgq.drop_queue(queue_name) FROM pgq.queue`
+	pgqCreateQueue = `SELECT pgq.create_queue($1)`
+	pgqQueueConfig = `SELECT pgq.set_queue_config($1, 'ticker_max_lag', $2)`
+	pgqRegister    = `SELECT pgq.register_consumer($1, $2)`
+	pgqInsert      = `SELECT pgq.insert_event($1, 'bench', '{}') FROM generate_series(1, $2)`
+	pgqNextBatch   = `SELECT pgq.next_batch($1, $2)`
+	pgqBatchEvents = `SELECT ev_id FROM pgq.get_batch_events($1)`
+	pgqFinish      = `SELECT pgq.finish_batch($1)`
+	pgqQueueID     = `SELECT queue_id FROM pgq.queue WHERE queue_name = $1`
+	pgqTicks       = `SELECT tick_id, tick_time FROM pgq.tick WHERE tick_queue = $1 AND tick_id > $2 ORDER BY tick_id`
+	pgqVacuum      = `VACUUM pgq.tick, pgq.subscription, pgq.queue`
+)
+
+type pgqSystem struct {
+	db      string
+	connstr string // libpq base connstr for pgqd (no dbname)
+	dir     string
+	cmd     *exec.Cmd
+}
+
+func (s *pgqSystem) Name() string      { return SystemPgQ }
+func (s *pgqSystem) DB() string        { return s.db }
+func (s *pgqSystem) Channel() string   { return "" } // PgQ has no tick NOTIFY
+func (s *pgqSystem) TickQuery() string { return pgqTicks }
+func (s *pgqSystem) MetaTables() (string, string, string) {
+	return "pgq.tick", "pgq.subscription", "pgq.queue"
+}
+func (s *pgqSystem) EventSchema() string { return "pgq" }
+
+func (s *pgqSystem) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error {
+	if err := s.Finish(ctx); err != nil {
+		return err
+	}
+	for _, q := range []string{pgqDropQueues, pgqDropQueue2} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("pgq: resetting queues: %w", err)
+		}
+	}
+	lag := fmt.Sprintf("%d ms", p.Period().Milliseconds())
+	var names []string
+	if p.Rate > 0 {
+		names = append(names, benchQueue)
+	}
+	for i := range idleQueues(p) {
+		names = append(names, fmt.Sprintf(idleQueueFmt, i))
+	}
+	for _, q := range names {
+		for _, st := range []struct {
+			sql  string
+			args []any
+		}{{pgqCreateQueue, []any{q}}, {pgqQueueConfig, []any{q, lag}}, {pgqRegister, []any{q, benchConsumer}}} {
+			if _, err := conn.Exec(ctx, st.sql, st.args...); err != nil {
+				return fmt.Errorf("pgq: preparing queue %s: %w", q, err)
+			}
+		}
+	}
+	if _, err := conn.Exec(ctx, pgqVacuum); err != nil {
+		return fmt.Errorf("pgq: vacuum before the phase: %w", err)
+	}
+	return s.startPgqd(p)
+}
+
+// startPgqd runs pgqd with ticker_period = the phase's period.
+func (s *pgqSystem) startPgqd(p Phase) error {
+	ini := filepath.Join(s.dir, "pgqd.ini")
+	conf := strings.Join([]string{
+		"[pgqd]",
+		"logfile = " + filepath.Join(s.dir, "pgqd.log"),
+		"pidfile = " + filepath.Join(s.dir, "pgqd.pid"),
+		"base_connstr = " + s.connstr,
+		"initial_database = " + s.db,
+		"database_list = " + s.db,
+		fmt.Sprintf("ticker_period = %g", p.Period().Seconds()),
+		"", // maint / retry periods: pgqd defaults (120 s / 30 s)
+	}, "\n")
+	if err := os.WriteFile(ini, []byte(conf), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", ini, err)
+	}
+	_ = os.Remove(filepath.Join(s.dir, "pgqd.pid"))
+	cmd := exec.Command("pgqd", ini)
+	cmd.Stdout, cmd.Stderr = nil, nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting pgqd (apt-get install pgqd; scripts/setup.sh installs it): %w", err)
+	}
+	s.cmd = cmd
+	return nil
+}
+
+func (s *pgqSystem) Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int64, error) {
+	rows, err := conn.Query(ctx, pgqInsert, benchQueue, n)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func (s *pgqSystem) Consume(ctx context.Context, conn *pgx.Conn) ([]int64, error) {
+	var batch *int64
+	if err := conn.QueryRow(ctx, pgqNextBatch, benchQueue, benchConsumer).Scan(&batch); err != nil {
+		return nil, err
+	}
+	if batch == nil {
+		return nil, nil
+	}
+	rows, err := conn.Query(ctx, pgqBatchEvents, *batch)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, pgqFinish, *batch); err != nil {
+		return ids, err
+	}
+	return ids, nil
+}
+
+func (s *pgqSystem) QueueID(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	var id int64
+	err := conn.QueryRow(ctx, pgqQueueID, benchQueue).Scan(&id)
+	return id, err
+}
+
+// Finish stops pgqd (SIGTERM, then SIGKILL after 5 s).
+func (s *pgqSystem) Finish(context.Context) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+	return nil
+}
+
+func (s *pgqSystem) Close(ctx context.Context) error { return s.Finish(ctx) }
+
+// killStalePgqd stops a pgqd left by an earlier interrupted run (its pidfile
+// in the state directory).
+func killStalePgqd(dir string) {
+	raw, err := os.ReadFile(filepath.Join(dir, "pgqd.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	// Only a pgqd: the pid may have been reused by another program since.
+	if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err != nil || strings.TrimSpace(string(comm)) != "pgqd" {
+		return
+	}
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Signal(syscall.SIGTERM)
+	}
+}
