@@ -177,15 +177,22 @@ func (d *Daemon) Stats() Stats {
 // Run ticks until ctx ends; it returns ctx's error.
 func (d *Daemon) Run(ctx context.Context) error {
 	backoff := d.cfg.BackoffMin
-	first := true
+	first, yield := true, false
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if !first {
 			d.reconnects.Add(1)
-			d.log.Info("reconnecting", "in", backoff)
-			if !sleepCtx(ctx, backoff) {
+			wait := backoff
+			if yield {
+				// It led when the connection broke: give the standbys, which
+				// poll every StandbyPoll, the first chance to take over.
+				wait = max(wait, 2*d.cfg.StandbyPoll)
+				yield = false
+			}
+			d.log.Info("reconnecting", "in", wait)
+			if !sleepCtx(ctx, wait) {
 				return ctx.Err()
 			}
 		}
@@ -202,7 +209,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		backoff = d.cfg.BackoffMin
 		err = d.session(ctx, conn)
-		d.leader.Store(false)
+		yield = d.leader.Swap(false)
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		_ = conn.Close(closeCtx)
 		cancel()

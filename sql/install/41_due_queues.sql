@@ -9,7 +9,10 @@
 --    event ids allocated since, or the last tick counted new event ids and a
 --    transaction in progress at it has ended since (it may have inserted
 --    events counted by that tick but not visible in it; the ticking
---    transaction itself does not count; at most one extra tick follows)
+--    transaction itself does not count; at most one extra tick follows).
+--    A producer whose xid is at or above the snapshot's xmax is not in its
+--    xip list: when the ticking transaction's xid is above xmax (others got
+--    xids first), the queue re-ticks once every transaction up to it ended
 --    - or when the last tick is ticker_idle_period old;
 --  * classic (no period): with new events, due at ticker_max_count events or
 --    ticker_max_lag; without, when the lag is >= max_lag/2 and >= twice the
@@ -29,7 +32,12 @@ BEGIN
         SELECT q.*, coalesce(q.queue_tick_period_ms, cfg.default_period) AS period_ms,
                coalesce(pg_sequence_last_value(q.queue_event_seq), 0) AS cur_seq,
                l.tick_id AS last_id, l.tick_time AS last_time, l.tick_event_seq AS last_seq,
-               l.tick_snapshot AS last_snap, l.xmin AS last_xmin, l.tick_new_ids AS last_new_ids
+               l.tick_snapshot AS last_snap, l.xmin AS last_xmin, l.tick_new_ids AS last_new_ids,
+               -- the tick row's 32-bit xmin widened with the snapshot's epoch
+               (SELECT CASE WHEN f < x - 2147483648 THEN f + 4294967296 ELSE f END
+                  FROM (SELECT pg_snapshot_xmax(l.tick_snapshot)::text::bigint AS x,
+                               (pg_snapshot_xmax(l.tick_snapshot)::text::bigint / 4294967296) * 4294967296
+                               + l.xmin::text::bigint AS f) w) AS last_xmin_full
           FROM pgque.queue q
          CROSS JOIN cfg
           LEFT JOIN LATERAL (
@@ -51,9 +59,14 @@ BEGIN
         OR CASE
              WHEN q.period_ms IS NOT NULL THEN
                   (q.cur_seq > q.last_seq
-                   OR q.last_new_ids > 0 AND EXISTS (SELECT 1 FROM pg_snapshot_xip(q.last_snap) x
-                               WHERE pg_visible_in_snapshot(x, pg_current_snapshot())
-                                 AND x::text::bigint % 4294967296 <> q.last_xmin::text::bigint))
+                   OR q.last_new_ids > 0 AND (
+                          EXISTS (SELECT 1 FROM pg_snapshot_xip(q.last_snap) x
+                                   WHERE pg_visible_in_snapshot(x, pg_current_snapshot())
+                                     AND x::text::bigint % 4294967296 <> q.last_xmin::text::bigint)
+                          -- a transaction newer than the snapshot's xmax (it
+                          -- got its xid before the ticking one) has ended
+                       OR (q.last_xmin_full > pg_snapshot_xmax(q.last_snap)::text::bigint
+                           AND pg_snapshot_xmin(pg_current_snapshot())::text::bigint > q.last_xmin_full)))
               AND floor(extract(epoch FROM now()) * 1000 / q.period_ms)
                 > floor(extract(epoch FROM q.last_time) * 1000 / q.period_ms)
              WHEN q.cur_seq > q.last_seq THEN
