@@ -301,7 +301,9 @@ func jobVerdict(j *JobRow, logRun bool, now time.Time, t Thresholds) Verdict {
 		if !logRun {
 			return unknown("cron.log_run is off: pg_cron keeps no run history to judge this job by")
 		}
-		return warn("no run recorded yet (a new job's first run is at most one schedule interval away)")
+		// A freshly registered job (the hourly purge, say) has no run yet; a
+		// ticker that never runs shows up as tick lag instead.
+		return ok("no run recorded yet (a new job's first run is at most one schedule interval away)")
 	}
 	if j.Interval != nil {
 		warnAt := t.CronStaleWarnFactor**j.Interval + t.CronStaleGrace.Seconds()

@@ -55,7 +55,7 @@ func TestJobVerdict(t *testing.T) {
 		{"running loop", pgstats.CronJob{Schedule: "* * * * *", Active: true, LastStatus: "running", LastStart: ago(30 * time.Second), LastSuccessEnd: ago(31 * time.Second)}, OK, "last run running"},
 		{"failed", pgstats.CronJob{Schedule: "* * * * *", Active: true, Failed: 2, LastFailureMessage: "ERROR:  boom\nCONTEXT: x", LastStart: ago(time.Second)}, Crit, "2 failed run(s)"},
 		{"inactive", pgstats.CronJob{Schedule: "* * * * *"}, Warn, "inactive"},
-		{"never ran", pgstats.CronJob{Schedule: "* * * * *", Active: true}, Warn, "no run recorded"},
+		{"never ran", pgstats.CronJob{Schedule: "* * * * *", Active: true}, OK, "no run recorded"},
 		{"stale warn", pgstats.CronJob{Schedule: "* * * * *", Active: true, LastStatus: "succeeded", LastStart: ago(151 * time.Second), LastSuccessEnd: ago(150 * time.Second)}, Warn, "WARN from 2m30s"},
 		{"stale crit", pgstats.CronJob{Schedule: "1 seconds", Active: true, LastStatus: "succeeded", LastStart: ago(36 * time.Second), LastSuccessEnd: ago(35 * time.Second)}, Crit, "CRIT from 35s"},
 		{"yearly", pgstats.CronJob{Schedule: "0 0 1 1 *", Active: true, LastStatus: "succeeded", LastStart: ago(1000 * time.Hour)}, OK, "last run succeeded"},
