@@ -176,19 +176,11 @@ func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Lo
 	}
 	sc := newScript(fs)
 
-	tx, err := conn.Begin(ctx)
+	tx, err := beginLocked(ctx, conn, "install", !opts.DryRun, &res.Database)
 	if err != nil {
-		return res, fmt.Errorf("starting the install transaction: %w", db.MapError(err))
+		return res, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.QueryRow(ctx, sqlCurrentDatabase).Scan(&res.Database); err != nil {
-		return res, fmt.Errorf("reading the database name: %w", db.MapError(err))
-	}
-	if !opts.DryRun {
-		if _, err := tx.Exec(ctx, sqlInstallLock, locks.ClassID, locks.Install); err != nil {
-			return res, fmt.Errorf("waiting for the install lock (another install or uninstall is running): %w", db.MapError(err))
-		}
-	}
 	prev, prevNum, err := InstalledVersion(ctx, tx)
 	if err != nil {
 		return res, err
@@ -261,4 +253,25 @@ func (s script) explain(err error) error {
 		return fmt.Errorf("install failed%s, nothing was changed: %w", where, mapped)
 	}
 	return fmt.Errorf("install failed%s, nothing was changed: %w", where, db.Described(err))
+}
+
+// beginLocked starts the install or uninstall transaction on conn, reads the
+// database name into *database and, when lock is set, takes the install lock
+// (a dry run does not wait for it). The caller rolls back or commits.
+func beginLocked(ctx context.Context, conn *pgx.Conn, what string, lock bool, database *string) (pgx.Tx, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s transaction: %w", what, db.MapError(err))
+	}
+	if err := tx.QueryRow(ctx, sqlCurrentDatabase).Scan(database); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("reading the database name: %w", db.MapError(err))
+	}
+	if lock {
+		if _, err := tx.Exec(ctx, sqlInstallLock, locks.ClassID, locks.Install); err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("waiting for the install lock (another install or uninstall is running): %w", db.MapError(err))
+		}
+	}
+	return tx, nil
 }

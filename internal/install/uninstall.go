@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/db"
-	"github.com/pgquectl/pgquectl/internal/locks"
 )
 
 // ErrPendingEvents: uninstall refused because queues hold unconsumed events.
@@ -130,19 +129,11 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (Unin
 	}
 	sc := newScript(fs)
 
-	tx, err := conn.Begin(ctx)
+	tx, err := beginLocked(ctx, conn, "uninstall", !opts.DryRun, &res.Database)
 	if err != nil {
-		return res, fmt.Errorf("starting the uninstall transaction: %w", db.MapError(err))
+		return res, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := tx.QueryRow(ctx, sqlCurrentDatabase).Scan(&res.Database); err != nil {
-		return res, fmt.Errorf("reading the database name: %w", db.MapError(err))
-	}
-	if !opts.DryRun {
-		if _, err := tx.Exec(ctx, sqlInstallLock, locks.ClassID, locks.Install); err != nil {
-			return res, fmt.Errorf("waiting for the install lock (another install or uninstall is running): %w", db.MapError(err))
-		}
-	}
 	if err := tx.QueryRow(ctx, sqlHasSchema).Scan(&res.SchemaDropped); err != nil {
 		return res, fmt.Errorf("looking for the pgque schema: %w", db.MapError(err))
 	}
