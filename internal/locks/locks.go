@@ -16,6 +16,10 @@ const (
 	// MetadataRotation is try-locked (transaction-scoped) by
 	// pgque.rotate_metadata(): one rotation at a time.
 	MetadataRotation int32 = 4
+	// TickerLoop is held (session-scoped) by a running pgque.ticker_loop()
+	// for its whole run: "the pg_cron loop is alive". A standby (the
+	// `tick --run` daemon, `serve`) ticks only while nobody holds it.
+	TickerLoop int32 = 5
 )
 
 // QueueTickClassID is the first key of a queue's tick lock; the second is
