@@ -172,3 +172,30 @@ func TestBatchPendingRolledBack(t *testing.T) {
 		t.Fatalf("guard: %v", err)
 	}
 }
+
+// TestBatchPendingRetryMovedBack: a due retry moved back into the event
+// table (keeping its id) and not yet ticked is still pending.
+func TestBatchPendingRetryMovedBack(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('q')`)
+	e.exec(`SELECT pgque.subscribe('q', 'c')`)
+	e.exec(`SELECT pgque.send('q', 'again'::text)`)
+	e.tick("q")
+	ms := e.receive("q", "c", 10)
+	e.exec(`SELECT pgque.nack($1, ROW($2, $1, 'default', 'again', 0, now(), NULL, NULL, NULL, NULL)::pgque.message, '0 seconds')`, ms[0].Batch, ms[0].ID)
+	e.exec(`SELECT pgque.ack($1)`, ms[0].Batch)
+	e.tick("q")
+	e.drain("q", "c", 10)
+	e.exec(`SELECT pgque.maint_retry_events()`)
+	if n := e.int64(`SELECT count(*) FROM pgque.retry_queue`); n != 0 {
+		t.Fatalf("retry_queue still holds %d rows after maint_retry_events", n)
+	}
+	if p := e.pending("q"); p != 1 {
+		t.Fatalf("pending_events with a retry moved back, not yet ticked = %d, want 1", p)
+	}
+	e.tick("q")
+	exactlyOnce(t, e.drain("q", "c", 10), []string{"again"})
+	if p := e.pending("q"); p != 0 {
+		t.Fatalf("pending_events after the retry was read = %d, want 0", p)
+	}
+}

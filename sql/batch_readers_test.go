@@ -274,3 +274,50 @@ wait:
 	}
 	t.Logf("%d events, 2 workers, %d receives refused while the other worker's delivery was open", total, refused)
 }
+
+// TestBatchSecondReaderRepeatableRead: a second reader in REPEATABLE READ
+// whose snapshot predates the first reader's delivery cannot get the same
+// events: it fails (40001 or 55P03) and the events are delivered once.
+func TestBatchSecondReaderRepeatableRead(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('q')`)
+	e.exec(`SELECT pgque.subscribe('q', 'c')`)
+	want := payloads(10)
+	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
+	e.tick("q")
+	w2 := pgtest.Conn(t, e.dsn)
+	tx, err := w2.BeginTx(ctxT(t), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctxT(t)) }()
+	var one int
+	if err := tx.QueryRow(ctxT(t), `SELECT 1`).Scan(&one); err != nil {
+		t.Fatal(err)
+	}
+	a := e.receive("q", "c", 100)
+	if len(a) != 10 {
+		t.Fatalf("first reader got %d events", len(a))
+	}
+	rows, err := tx.Query(ctxT(t), `SELECT payload FROM pgque.receive('q', 'c', 100)`)
+	if err == nil {
+		var got []string
+		got, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err == nil {
+			t.Fatalf("the REPEATABLE READ second reader got %v", got)
+		}
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || (pe.Code != "40001" && pe.Code != "55P03") {
+		t.Fatalf("second reader: %v, want 40001 or 55P03", err)
+	}
+	_ = tx.Rollback(ctxT(t))
+	if n := e.int64(`SELECT pgque.ack($1)`, a[0].Batch); n != 1 {
+		t.Fatalf("ack = %d", n)
+	}
+	e.tick("q")
+	if more := e.receive("q", "c", 100); len(more) != 0 {
+		t.Fatalf("after the ack: %d more", len(more))
+	}
+	exactlyOnce(t, msgPayloads(a), want)
+}
