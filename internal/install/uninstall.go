@@ -84,7 +84,7 @@ func (r UninstallResult) String() string {
 
 // Queries Uninstall runs (the engine's removal SQL is sql/uninstall/).
 const (
-	sqlHasSchema     = `SELECT to_regnamespace('pgque') IS NOT NULL`
+	sqlHasSchema = `SELECT to_regnamespace('pgque') IS NOT NULL`
 	// sqlPendingQueues: per queue, events a consumer has still to read
 	// (pending_events counts unread events, also those committed after the
 	// tick that numbered them, and retries waiting in retry_queue) and dead
