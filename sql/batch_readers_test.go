@@ -84,12 +84,13 @@ func TestBatchSecondReaderIsRefused(t *testing.T) {
 func TestBatchLeaseEndsForADeadReader(t *testing.T) {
 	e := setup(t)
 	e.exec(`SELECT pgque.create_queue('q')`)
-	e.exec(`SELECT pgque.set_queue_config('q', 'lease_time', '1')`)
+	e.exec(`SELECT pgque.set_queue_config('q', 'lease_time', '5')`)
 	e.exec(`SELECT pgque.subscribe('q', 'c')`)
 	want := payloads(10)
 	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
 	e.tick("q")
 	dead := pgtest.Conn(t, e.dsn)
+	start := time.Now()
 	a, err := tryReceive(ctxT(t), dead, "q", "c", 4)
 	if err != nil || len(a) != 4 {
 		t.Fatalf("receive: %d, %v", len(a), err)
@@ -97,7 +98,10 @@ func TestBatchLeaseEndsForADeadReader(t *testing.T) {
 	if _, err := tryReceive(ctxT(t), e.conn, "q", "c", 100); !isBusy(err) {
 		t.Fatalf("receive inside the lease: %v, want 55P03", err)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	if time.Since(start) >= 5*time.Second {
+		t.Fatal("the machine is too slow to test inside a 5 s lease")
+	}
+	time.Sleep(time.Until(start.Add(5200 * time.Millisecond)))
 	b := e.receive("q", "c", 100)
 	if strings.Join(msgPayloads(b), ",") != strings.Join(want, ",") {
 		t.Fatalf("after the lease: %v, want m1..m10", msgPayloads(b))
