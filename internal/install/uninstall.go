@@ -84,8 +84,17 @@ func (r UninstallResult) String() string {
 
 // Queries Uninstall runs (the engine's removal SQL is sql/uninstall/).
 const (
-	sqlHasSchema     = `SELECT to_regnamespace('pgque') IS NOT NULL`
-	sqlPendingQueues = `SELECT queue_name, pending_events FROM pgque.get_queue_info() WHERE pending_events > 0 ORDER BY queue_name`
+	sqlHasSchema = `SELECT to_regnamespace('pgque') IS NOT NULL`
+	// sqlPendingQueues: per queue, events a consumer has still to read
+	// (pending_events counts unread events, also those committed after the
+	// tick that numbered them, and retries waiting in retry_queue) and dead
+	// letters (kept for inspection and replay): all of it is data an
+	// uninstall would destroy.
+	sqlPendingQueues = `SELECT i.queue_name, i.pending_events,
+       (SELECT count(*) FROM pgque.dead_letter d JOIN pgque.queue q ON q.queue_id = d.dl_queue_id
+         WHERE q.queue_name = i.queue_name)
+  FROM pgque.get_queue_info() i
+ ORDER BY i.queue_name`
 	// sqlCronDatabase is NULL when pg_cron is not loaded.
 	sqlCronDatabase = `SELECT current_setting('cron.database_name', true)`
 	sqlHasCronJobs  = `SELECT to_regclass('cron.job') IS NOT NULL`
@@ -200,29 +209,43 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (Unin
 	return res, nil
 }
 
-// checkPending refuses when any queue holds unconsumed events.
+// checkPending refuses when any queue holds unconsumed events: unread or
+// waiting for a retry (pending_events), or dead letters.
 func checkPending(ctx context.Context, tx pgx.Tx) error {
 	rows, err := tx.Query(ctx, sqlPendingQueues)
 	if err != nil {
 		return fmt.Errorf("checking for unconsumed events with pgque.get_queue_info() failed: %w; repair the engine (pgquectl install --reinstall), or pass --force to uninstall anyway", db.Described(err))
 	}
 	var pending []string
-	var total int64
+	var total, totalDead int64
 	for rows.Next() {
 		var name string
-		var n int64
-		if err := rows.Scan(&name, &n); err != nil {
+		var n *int64
+		var dead int64
+		if err := rows.Scan(&name, &n, &dead); err != nil {
 			rows.Close()
 			return fmt.Errorf("reading pgque.get_queue_info(): %w", err)
 		}
-		pending = append(pending, fmt.Sprintf("%s: %d", name, n))
-		total += n
+		var p int64
+		if n != nil {
+			p = *n
+		}
+		if p == 0 && dead == 0 {
+			continue
+		}
+		what := fmt.Sprintf("%s: %d", name, p)
+		if dead > 0 {
+			what += fmt.Sprintf(" + %d dead letter(s)", dead)
+		}
+		pending = append(pending, what)
+		total += p
+		totalDead += dead
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("checking for unconsumed events with pgque.get_queue_info() failed: %w; repair the engine (pgquectl install --reinstall), or pass --force to uninstall anyway", db.Described(err))
 	}
 	if len(pending) > 0 {
-		return fmt.Errorf("%w: %d event(s) in %d queue(s) (%s); consume them first, or pass --force to drop them (nothing was changed)", ErrPendingEvents, total, len(pending), strings.Join(pending, ", "))
+		return fmt.Errorf("%w: %d event(s) and %d dead letter(s) in %d queue(s) (%s); consume them (pgque.dlq_purge for dead letters) first, or pass --force to drop them (nothing was changed)", ErrPendingEvents, total, totalDead, len(pending), strings.Join(pending, ", "))
 	}
 	return nil
 }

@@ -2,7 +2,8 @@
 -- to a queue, starting at the latest tick (it sees events of later ticks).
 -- pgque.register_consumer_at(x_queue_name, x_consumer_name, x_tick_pos):
 -- subscribe at a given tick, or move an existing consumer with no open batch
--- there. Returns: 1 registered (or moved), 0 already registered.
+-- there. Consumer names: 1..255 bytes, no control characters.
+-- Returns: 1 registered (or moved), 0 already registered.
 -- Locks: the queue's tick lock (serializes registration per queue), the
 -- subscription's batch lock when moving it.
 -- Writes: consumer, subscription. Called by: subscribe(), consumers, admins.
@@ -19,6 +20,10 @@ DECLARE
 BEGIN
     IF x_consumer_name IS NULL OR x_consumer_name = '' THEN
         RAISE EXCEPTION 'pgque: consumer name must not be empty' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF octet_length(x_consumer_name) > 255 THEN
+        RAISE EXCEPTION 'pgque: consumer name "%..." is % bytes; the limit is 255', left(x_consumer_name, 20), octet_length(x_consumer_name)
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF x_consumer_name ~ '[[:cntrl:]]' THEN
         RAISE EXCEPTION 'pgque: consumer name must not contain control characters' USING ERRCODE = 'invalid_parameter_value';

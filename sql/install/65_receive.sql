@@ -4,8 +4,18 @@
 -- fit i_max_return; a batch with nothing for this consumer is finished at
 -- once (never stored) and the next one tried. When more events remain than
 -- were returned, the batch stays open: ack() then moves a position inside
--- it, and the next receive() returns the rest under the same batch id (no
--- silent skip). One UPDATE of the subscription row per call with events.
+-- it, and the next receive() returns the rest (no silent skip).
+-- Every receive that returns events is one delivery with its own batch id:
+-- ack/nack of an older id of the same consumer return 0 / raise "batch not
+-- found", so a retried or late ack can never acknowledge someone else's
+-- events.
+-- One reader per consumer: while a delivery is not acknowledged, another
+-- receive() for the same (queue, consumer) is refused with SQLSTATE 55P03
+-- (lock_not_available) until the delivery's lease ends (the queue's
+-- lease_time option in seconds, default 60); after that the reader is
+-- presumed dead and the unacknowledged events are delivered again under a
+-- new batch id. Sessions are not used as identity (poolers share them).
+-- One UPDATE of the subscription row per call with events.
 -- Returns: setof pgque.message. Locks: the subscription's batch lock.
 -- Writes: subscription. Called by: consumers (pgque_reader).
 CREATE OR REPLACE FUNCTION pgque.receive(i_queue text, i_consumer text, i_max_return int DEFAULT 100)
@@ -14,17 +24,35 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
 DECLARE
-    v_sub  pgque.subscription;
-    v_next bigint;
-    v_rows pgque.message[];
-    v_last bigint;
-    v_try  int := 0;
+    v_sub   pgque.subscription;
+    v_next  bigint;
+    v_rows  pgque.message[];
+    v_last  bigint;
+    v_try   int := 0;
+    v_lease int;
+    v_batch bigint;
+    v_limit int := CASE WHEN i_max_return < 2147483647 THEN i_max_return + 1 END;
 BEGIN
     IF i_max_return IS NULL OR i_max_return < 1 THEN
         RAISE EXCEPTION 'pgque: i_max_return must be at least 1 (got %)', coalesce(i_max_return::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_sub := pgque.find_subscription(i_queue, i_consumer);
+    IF v_sub.sub_batch_recv THEN
+        -- A delivery is out and not acknowledged: refuse a second reader
+        -- until its lease ends.
+        SELECT coalesce((q.queue_options ->> 'lease_time')::int, 60) INTO v_lease
+          FROM pgque.queue q WHERE q.queue_id = v_sub.sub_queue;
+        IF clock_timestamp() < v_sub.sub_active + v_lease * interval '1 second' THEN
+            RAISE EXCEPTION 'pgque: consumer "%" of queue "%" has an unacknowledged delivery (batch %, received % ago)',
+                    i_consumer, i_queue, v_sub.sub_batch, date_trunc('millisecond', clock_timestamp() - v_sub.sub_active)
+                USING ERRCODE = 'lock_not_available',
+                      DETAIL = 'A consumer has one reader at a time: another receive() returned events that were neither acked nor given up.',
+                      HINT = format('Ack (or nack, then ack) batch %s from the reader that received it; if that reader died, receive() returns its events again once the lease (%s s, queue option lease_time) has ended. Parallel readers need distinct consumer names.',
+                                    v_sub.sub_batch, v_lease);
+        END IF;
+        -- The lease ended: redeliver from the acknowledged position under a new id.
+    END IF;
     LOOP
         v_try := v_try + 1;
         IF v_sub.sub_batch IS NULL THEN
@@ -32,14 +60,14 @@ BEGIN
             IF v_next IS NULL THEN
                 RETURN;
             END IF;
-            v_sub.sub_batch := nextval('pgque.batch_id_seq');
+            v_sub.sub_batch := 0;  -- open (the id is drawn once there are events)
             v_sub.sub_next_tick := v_next;
             v_sub.sub_batch_pos := NULL;
         END IF;
-        SELECT array_agg(ROW(e.ev_id, v_sub.sub_batch, e.ev_type, e.ev_data, coalesce(e.ev_retry, 0), e.ev_time,
+        SELECT array_agg(ROW(e.ev_id, NULL, e.ev_type, e.ev_data, coalesce(e.ev_retry, 0), e.ev_time,
                              e.ev_extra1, e.ev_extra2, e.ev_extra3, e.ev_extra4)::pgque.message ORDER BY e.ev_id)
           INTO v_rows
-          FROM pgque.batch_event_rows(v_sub, v_sub.sub_batch_pos, i_max_return + 1) e;
+          FROM pgque.batch_event_rows(v_sub, v_sub.sub_batch_pos, v_limit) e;
         EXIT WHEN v_rows IS NOT NULL;
         -- Nothing (left) for this consumer in the batch: finish it, try the next.
         UPDATE pgque.subscription
@@ -57,10 +85,14 @@ BEGIN
         v_rows := v_rows[1:i_max_return];
         v_last := v_rows[i_max_return].msg_id;
     END IF;
+    v_batch := nextval('pgque.batch_id_seq');
     UPDATE pgque.subscription
-       SET sub_batch = v_sub.sub_batch, sub_next_tick = v_sub.sub_next_tick, sub_batch_pos = v_sub.sub_batch_pos,
-           sub_batch_sent = v_last, sub_batch_recv = true, sub_active = now()
+       SET sub_batch = v_batch, sub_next_tick = v_sub.sub_next_tick, sub_batch_pos = v_sub.sub_batch_pos,
+           sub_batch_sent = v_last, sub_batch_recv = true, sub_active = clock_timestamp()
      WHERE sub_id = v_sub.sub_id;
-    RETURN QUERY SELECT * FROM unnest(v_rows);
+    RETURN QUERY
+        SELECT m.msg_id, v_batch, m.type, m.payload, m.retry_count, m.created_at,
+               m.extra1, m.extra2, m.extra3, m.extra4
+          FROM unnest(v_rows) m;
 END;
 $$;

@@ -1,9 +1,14 @@
--- pgque.ack(i_batch_id): acknowledge what the last receive() returned from
--- this batch. When that was the rest of the batch the batch is finished (the
+-- pgque.ack(i_batch_id): acknowledge the delivery receive() returned under
+-- i_batch_id. When it held the rest of the batch the batch is finished (the
 -- cursor moves to its end tick); otherwise the batch stays open with its
--- position moved past the returned events. A batch opened by next_batch()
--- and never received is finished whole (PgQ's finish_batch).
--- Returns: 1 acknowledged, 0 unknown or already finished batch.
+-- position moved past the delivered events, and the next receive() returns
+-- the rest. A batch opened by next_batch() and never received is finished
+-- whole (PgQ's finish_batch).
+-- Idempotent: a repeated ack (a client retrying after a lost reply) finds
+-- nothing outstanding and returns 0 without moving anything; an id that is
+-- not the consumer's current delivery (finished, superseded after its lease
+-- ended, unknown) returns 0.
+-- Returns: 1 acknowledged, 0 nothing to acknowledge.
 -- Locks: the subscription's batch lock. Writes: subscription (one UPDATE).
 -- Called by: consumers (pgque_reader).
 CREATE OR REPLACE FUNCTION pgque.ack(i_batch_id bigint)
@@ -18,14 +23,20 @@ BEGIN
         RETURN 0;
     END IF;
     IF v_sub.sub_batch_recv AND v_sub.sub_batch_sent IS NOT NULL THEN
+        -- A partial delivery: move the position past it, keep the batch open.
         UPDATE pgque.subscription
            SET sub_batch_pos = sub_batch_sent, sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
          WHERE sub_id = v_sub.sub_id;
-    ELSE
+    ELSIF v_sub.sub_batch_recv OR v_sub.sub_batch_pos IS NULL THEN
+        -- The rest of the batch was delivered, or next_batch() opened it and
+        -- nobody received from it: finish the batch.
         UPDATE pgque.subscription
            SET sub_last_tick = sub_next_tick, sub_batch = NULL, sub_next_tick = NULL,
                sub_batch_pos = NULL, sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
          WHERE sub_id = v_sub.sub_id;
+    ELSE
+        -- Already acknowledged (a retried ack): nothing is outstanding.
+        RETURN 0;
     END IF;
     RETURN 1;
 END;

@@ -3,7 +3,9 @@
 -- the open batch. Below max_retries (queue setting, NULL = 5) it is retried
 -- for this consumer after i_retry_after; once its retries are spent it goes
 -- to the dead-letter table, once per (queue, consumer, event).
--- Returns: 1 done, 0 unknown batch or event not in it.
+-- An unknown or finished batch raises 'batch not found: <id>' (PgQue 0.2's
+-- message, which clients match on).
+-- Returns: 1 done, 0 the event is not in the batch (or already scheduled).
 -- Locks: the subscription's batch lock. Writes: retry_queue or dead_letter.
 -- Called by: consumers (pgque_reader).
 CREATE OR REPLACE FUNCTION pgque.nack(i_batch_id bigint, i_msg pgque.message,
@@ -22,7 +24,8 @@ BEGIN
     END IF;
     v_sub := pgque.lock_batch(i_batch_id);
     IF v_sub.sub_id IS NULL THEN
-        RETURN 0;
+        RAISE EXCEPTION 'batch not found: %', i_batch_id
+            USING HINT = 'nack() takes the batch_id of the latest receive() that has not been acked yet.';
     END IF;
     SELECT * INTO v_ev FROM pgque.batch_event_rows(v_sub, NULL, 1, i_msg.msg_id);
     IF NOT FOUND THEN

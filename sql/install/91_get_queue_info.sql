@@ -1,8 +1,12 @@
 -- pgque.get_queue_info([i_queue_name]): one row per queue: its settings, the
 -- effective tick period, the age of its last tick, event rate between the
--- last two ticks, events not yet ticked (ev_new) and pending_events - an
--- upper bound (by event ids) of events the slowest consumer has not finished;
--- without consumers, events not yet ticked. An unknown queue name raises.
+-- last two ticks, events not yet ticked (ev_new) and pending_events: events
+-- the slowest consumer has still to read (unread_events at its cursor: an
+-- upper bound by event ids, plus events committed after the tick that
+-- numbered them) plus the queue's retries waiting in retry_queue; without
+-- consumers the same from the latest tick. 0 means nothing committed is
+-- waiting. Dead letters are not pending (dlq_inspect lists them).
+-- An unknown queue name raises.
 -- Locks: none. Called by: pgquectl status/uninstall, operators.
 CREATE OR REPLACE FUNCTION pgque.get_queue_info(i_queue_name text)
 RETURNS TABLE (queue_name text, queue_ntables int, queue_cur_table int, queue_rotation_period interval,
@@ -22,7 +26,8 @@ AS $$
                 THEN (l.tick_event_seq - p.tick_event_seq) / extract(epoch FROM l.tick_time - p.tick_time)::float8 END,
            greatest(s.cur_seq - l.tick_event_seq, 0),
            l.tick_id, l.tick_time,
-           greatest(s.cur_seq - coalesce(c.tick_event_seq, l.tick_event_seq), 0)
+           coalesce(pgque.unread_events(q.queue_id, coalesce(c.cursor_tick, l.tick_id)), 0)
+             + (SELECT count(*) FROM pgque.retry_queue r WHERE r.ev_queue = q.queue_id)
       FROM pgque.queue q
      CROSS JOIN LATERAL (SELECT coalesce(pg_sequence_last_value(q.queue_event_seq), 0) AS cur_seq) s
       LEFT JOIN LATERAL (SELECT t.tick_id, t.tick_time, t.tick_event_seq FROM pgque.tick t
@@ -30,10 +35,8 @@ AS $$
       LEFT JOIN LATERAL (SELECT t.tick_time, t.tick_event_seq FROM pgque.tick t
                           WHERE t.tick_queue = q.queue_id AND t.tick_id < l.tick_id
                           ORDER BY t.tick_id DESC LIMIT 1) p ON true
-      LEFT JOIN LATERAL (SELECT t.tick_event_seq FROM pgque.tick t
-                          WHERE t.tick_queue = q.queue_id
-                            AND t.tick_id = (SELECT min(sb.sub_last_tick) FROM pgque.subscription sb
-                                              WHERE sb.sub_queue = q.queue_id)) c ON true
+      LEFT JOIN LATERAL (SELECT min(sb.sub_last_tick) AS cursor_tick FROM pgque.subscription sb
+                          WHERE sb.sub_queue = q.queue_id) c ON true
      WHERE i_queue_name IS NULL OR q.queue_id = (pgque.find_queue(i_queue_name)).queue_id
      ORDER BY q.queue_name;
 $$;

@@ -1,7 +1,9 @@
 -- pgque.get_consumer_info([i_queue_name[, i_consumer_name]]): one row per
 -- subscription: lag (age of its cursor tick), last_seen (since its last batch
--- operation), cursor, open batch, and pending_events (upper bound by event
--- ids of events after its cursor). Unknown queue raises. Locks: none.
+-- operation), cursor, open batch, and pending_events (unread_events at its
+-- cursor - an upper bound by event ids plus events committed after the tick
+-- that numbered them - plus its retries waiting in retry_queue).
+-- Unknown queue raises. Locks: none.
 -- Called by: pgquectl status, operators.
 CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text, i_consumer_name text)
 RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
@@ -11,7 +13,8 @@ SET search_path = pgque, pg_catalog
 AS $$
     SELECT q.queue_name, c.co_name, now() - t.tick_time, now() - s.sub_active, s.sub_last_tick,
            s.sub_batch, s.sub_next_tick,
-           greatest(coalesce(pg_sequence_last_value(q.queue_event_seq), 0) - t.tick_event_seq, 0)
+           coalesce(pgque.unread_events(q.queue_id, s.sub_last_tick), 0)
+             + (SELECT count(*) FROM pgque.retry_queue r WHERE r.ev_owner = s.sub_id)
       FROM pgque.subscription s
       JOIN pgque.queue q ON q.queue_id = s.sub_queue
       JOIN pgque.consumer c ON c.co_id = s.sub_consumer

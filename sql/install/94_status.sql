@@ -1,6 +1,10 @@
 -- pgque.status(): a quick health summary from inside the database:
--- engine version, queues, the oldest tick age among queues with untick'd
--- events, the tick period, and pg_cron jobs when pg_cron lives here.
+-- PostgreSQL version (component 'postgresql'), engine version (component
+-- 'pgque', detail = pgque.version(): PgQue 0.2's rows, which clients match
+-- on), queues, the oldest tick age among queues with untick'd events, the
+-- tick period, and pg_cron jobs when pg_cron lives here. Job names are
+-- matched literally: 'pgque_<what>' then exactly cron_job_suffix(), so '_'
+-- or '%' in a database name are not wildcards.
 -- (pgquectl status is the full report.) Returns: (component, status, detail)
 -- with status OK / WARN / CRIT / INFO. Locks: none. Called by: operators.
 CREATE OR REPLACE FUNCTION pgque.status()
@@ -12,7 +16,9 @@ DECLARE
     v_lag  interval;
     v_jobs int;
 BEGIN
-    component := 'engine'; status := 'OK'; detail := 'version ' || pgque.version();
+    component := 'postgresql'; status := 'INFO'; detail := pg_catalog.version();
+    RETURN NEXT;
+    component := 'pgque'; status := 'OK'; detail := pgque.version();
     RETURN NEXT;
     component := 'queues'; status := 'INFO';
     detail := (SELECT count(*) FROM pgque.queue)::text || ' queue(s), ' || (SELECT count(*) FROM pgque.subscription)::text || ' subscription(s)';
@@ -32,7 +38,9 @@ BEGIN
     IF to_regclass('cron.job') IS NULL THEN
         status := 'INFO'; detail := 'pg_cron is not installed in this database (it may run in another one: see pgquectl status)';
     ELSE
-        EXECUTE 'SELECT count(*) FROM cron.job WHERE jobname LIKE $1' INTO v_jobs USING 'pgque\_%' || pgque.cron_job_suffix();
+        EXECUTE 'SELECT count(*) FROM cron.job WHERE right(jobname, length($1)) = $1 '
+                'AND left(jobname, -length($1)) ~ ''^pgque_[a-z0-9_]+$'''
+           INTO v_jobs USING pgque.cron_job_suffix();
         status := CASE WHEN v_jobs > 0 THEN 'OK' ELSE 'WARN' END;
         detail := v_jobs || ' pgque job(s) registered';
     END IF;
