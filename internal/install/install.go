@@ -181,6 +181,12 @@ func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Lo
 		return res, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, sqlPinSearchPath); err != nil {
+		return res, fmt.Errorf("pinning the install's search_path: %w", db.MapError(err))
+	}
+	if err := checkSchema(ctx, tx, res.Database); err != nil {
+		return res, err
+	}
 	prev, prevNum, err := InstalledVersion(ctx, tx)
 	if err != nil {
 		return res, err
@@ -217,6 +223,9 @@ func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Lo
 
 	log.Info("installing the pgque engine", "database", res.Database, "from", prev, "to", Version, "files", len(fs))
 	if _, err := tx.Exec(ctx, sc.text); err != nil {
+		if ferr := foreignSchemaError(err, res.Database); ferr != nil {
+			return res, ferr
+		}
 		return res, sc.explain(err)
 	}
 	got, gotNum, err := InstalledVersion(ctx, tx)
