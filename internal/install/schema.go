@@ -64,7 +64,7 @@ func checkSchema(ctx context.Context, q Querier, database string) error {
 		return fmt.Errorf("%w: in database %q schema pgque is owned by role %q, not by the installing role %q (membership is not enough); if a pgque install by %q made it, run the install as %q, otherwise %s (nothing was changed)",
 			ErrForeignSchema, database, owner, me, owner, owner, foreignSchemaHint)
 	case !installed:
-		return fmt.Errorf("%w: in database %q schema pgque exists but holds no pgque.engine_version table of the installing role, so no pgque install made it; %s (nothing was changed)",
+		return fmt.Errorf("%w: in database %q schema pgque already exists but was not created by a pgque install (no pgque.engine_version table of the installing role); %s (nothing was changed)",
 			ErrForeignSchema, database, foreignSchemaHint)
 	}
 	return nil

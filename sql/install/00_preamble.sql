@@ -67,7 +67,7 @@ BEGIN
     END IF;
 
     IF v_owner IS DISTINCT FROM v_me THEN
-        RAISE EXCEPTION 'pgque: schema pgque already exists and is owned by role %, not by the installing role %; refusing to install into a schema the install did not create',
+        RAISE EXCEPTION 'pgque: schema pgque already exists and is owned by role "%", not by the installing role "%" (membership is not enough); refusing to install into a schema the install did not create',
             pg_catalog.pg_get_userbyid(v_owner), current_user
             USING ERRCODE = 'insufficient_privilege', HINT = c_hint;
     END IF;
