@@ -897,12 +897,13 @@ func TestSecurityPlantedFunctionsNeverRun(t *testing.T) {
 	t.Run("ticker_loop", func(t *testing.T) {
 		ad := notices.conn(t, dsn, admin)
 		call(t, ad, `SELECT pgque.set_setting('ticker_slot_seconds', '1')`)
-		call(t, ad, `SELECT pgque.set_setting('ticker_overrun_ms', '100')`)
+		call(t, ad, `SELECT pgque.set_setting('ticker_overrun_ms', '500')`)
 		call(t, ad, `SELECT pgque.set_tick_period_ms(50)`)
 		a.phase(t, func(t *testing.T) {
 			conn := notices.conn(t, dsn, "")
 			// A hijacked loop may never end (planted code returns NULL
-			// deadlines): bound it. A healthy run lasts at most ~1.1 s.
+			// deadlines): bound it. A healthy run lasts 0.5 to 1.5 s (a 1 s
+			// slot plus 500 ms), so it always sleeps and commits several rounds.
 			call(t, conn, `SET statement_timeout = '20s'`)
 			call(t, conn, `CALL pgque.ticker_loop()`)
 		})
