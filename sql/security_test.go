@@ -1312,3 +1312,45 @@ ORDER BY 1`) {
 		}
 	}
 }
+
+// TestSecurityUninstallRefusesForeignSchema: pgquectl uninstall, run by a
+// superuser, calls pgque.get_queue_info() and pgque.stop() and reads
+// pgque.engine_version; in a pgque schema somebody else made, those are
+// theirs. The uninstall must refuse without running any of it, and a real
+// install must still uninstall.
+func TestSecurityUninstallRefusesForeignSchema(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewEmptyDB(t)
+	su := pgtest.Conn(t, dsn)
+	a := newAttacker(t, dsn, su)
+	atk := withUser(t, dsn, a.role)
+	if _, err := atk.Exec(ctxT(t), `
+CREATE SCHEMA pgque;
+CREATE TABLE pgque.engine_version (version text, version_num int, installed_at timestamptz);
+INSERT INTO pgque.engine_version VALUES ('0.1.0', 100, pg_catalog.now());
+GRANT USAGE ON SCHEMA pgque TO PUBLIC;
+GRANT SELECT ON pgque.engine_version TO PUBLIC;
+CREATE FUNCTION pgque.get_queue_info(OUT queue_name text, OUT pending_events bigint) RETURNS SETOF record
+LANGUAGE plpgsql AS $$BEGIN PERFORM attk.hit('pgque.get_queue_info()'); END$$;
+CREATE FUNCTION pgque.stop() RETURNS void LANGUAGE plpgsql AS $$BEGIN PERFORM attk.hit('pgque.stop()'); END$$;`); err != nil {
+		t.Fatal(err)
+	}
+	for _, force := range []bool{false, true} {
+		a.phase(t, func(t *testing.T) {
+			_, err := install.Uninstall(ctxT(t), su, install.UninstallOptions{Force: force})
+			if !errors.Is(err, install.ErrForeignSchema) || !strings.Contains(err.Error(), "not SECURITY DEFINER") {
+				t.Errorf("uninstall (force %v) of the attacker's schema: got %v, want ErrForeignSchema naming the non-SECURITY DEFINER functions", force, err)
+			}
+		})
+	}
+	if n := queryInt(t, su, `SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = 'pgque'`); n != 1 {
+		t.Errorf("schema pgque count %d after the refused uninstall, want 1 (untouched)", n)
+	}
+
+	// The engine itself uninstalls.
+	dsn2 := pgtest.NewDB(t)
+	conn2 := pgtest.Conn(t, dsn2)
+	if _, err := install.Uninstall(ctxT(t), conn2, install.UninstallOptions{}); err != nil {
+		t.Fatalf("uninstall of the engine: %v", err)
+	}
+}

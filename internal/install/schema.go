@@ -84,3 +84,50 @@ func foreignSchemaError(err error, database string) error {
 	}
 	return fmt.Errorf("%w: in database %q %s; %s (nothing was changed)", ErrForeignSchema, database, msg, hint)
 }
+
+// sqlUninstallTrust lists what makes schema pgque unsafe to uninstall:
+// the uninstall calls pgque.get_queue_info() and pgque.stop() and reads
+// pgque.engine_version, so those must be the engine's (SECURITY DEFINER:
+// they run as the schema owner, never as the uninstalling role) and nobody
+// but the owner may have put anything there. NULL: nothing. Runs with the
+// search_path pinned (sqlPinSearchPath).
+const sqlUninstallTrust = `
+WITH s AS (SELECT n.oid, n.nspowner, n.nspacl FROM pg_namespace n WHERE n.nspname = 'pgque')
+SELECT nullif(concat_ws('; ',
+  CASE WHEN NOT EXISTS (SELECT 1 FROM pg_class c, s WHERE c.relnamespace = s.oid AND c.relname = 'engine_version'
+                           AND c.relkind = 'r' AND c.relowner = s.nspowner)
+       THEN 'it holds no pgque.engine_version table of its owner ' || quote_ident(pg_get_userbyid((SELECT nspowner FROM s)))
+  END,
+  (SELECT 'objects of other roles than its owner: ' || string_agg(o.what, ', ' ORDER BY o.what)
+     FROM (SELECT format('%s (owned by %s)', c.oid::regclass, pg_get_userbyid(c.relowner)) AS what
+             FROM pg_class c, s WHERE c.relnamespace = s.oid AND c.relowner <> s.nspowner
+           UNION ALL
+           SELECT format('%s (owned by %s)', p.oid::regprocedure, pg_get_userbyid(p.proowner))
+             FROM pg_proc p, s WHERE p.pronamespace = s.oid AND p.proowner <> s.nspowner
+           UNION ALL
+           SELECT format('type %s (owned by %s)', t.oid::regtype, pg_get_userbyid(t.typowner))
+             FROM pg_type t, s WHERE t.typnamespace = s.oid AND t.typowner <> s.nspowner
+           UNION ALL
+           SELECT format('operator %s (owned by %s)', o.oid::regoperator, pg_get_userbyid(o.oprowner))
+             FROM pg_operator o, s WHERE o.oprnamespace = s.oid AND o.oprowner <> s.nspowner) o),
+  (SELECT 'CREATE on it granted to ' || string_agg(DISTINCT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee)::text END, ', ')
+     FROM s, aclexplode(s.nspacl) a WHERE a.privilege_type = 'CREATE' AND a.grantee <> s.nspowner),
+  (SELECT 'functions the uninstall calls are not SECURITY DEFINER: ' || string_agg(p.oid::regprocedure::text, ', ' ORDER BY 1)
+     FROM pg_proc p, s WHERE p.pronamespace = s.oid AND p.proname IN ('get_queue_info', 'stop') AND NOT p.prosecdef),
+  (SELECT 'views or row security in it: ' || string_agg(c.oid::regclass::text, ', ' ORDER BY 1)
+     FROM pg_class c, s WHERE c.relnamespace = s.oid AND (c.relrowsecurity OR c.relkind IN ('v', 'm')))
+), '')`
+
+// checkUninstall refuses to run anything in a schema pgque that is not the
+// engine's (see sqlUninstallTrust). q runs in the uninstall transaction.
+func checkUninstall(ctx context.Context, q Querier, database string) error {
+	var problem *string
+	if err := q.QueryRow(ctx, sqlUninstallTrust).Scan(&problem); err != nil {
+		return fmt.Errorf("checking schema pgque before the uninstall: %w", db.MapError(err))
+	}
+	if problem == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: in database %q schema pgque does not look like a pgque install (%s), so the uninstall would run code someone else put there; refusing. Inspect the schema and drop it by hand (DROP SCHEMA pgque CASCADE) if it is not needed (nothing was changed)",
+		ErrForeignSchema, database, *problem)
+}
