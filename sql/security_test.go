@@ -576,7 +576,14 @@ BEGIN
     BEGIN EXECUTE 'GRANT pgque_admin TO %[1]s'; EXCEPTION WHEN OTHERS THEN NULL; END;
     BEGIN EXECUTE 'GRANT pgque_writer, pgque_reader TO %[1]s'; EXCEPTION WHEN OTHERS THEN NULL; END;
 END
-$hit$;`, a.role)
+$hit$;
+CREATE FUNCTION attk.trg() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $trg$
+BEGIN
+    PERFORM attk.hit('trigger on temporary ' || TG_TABLE_NAME);
+    RETURN NULL;
+END
+$trg$;`, a.role)
 	if _, err := conn.Exec(ctxT(t), setup); err != nil {
 		t.Fatalf("attacker setup: %v", err)
 	}
@@ -915,6 +922,13 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	ad := notices.conn(t, dsn, admin)
 	wr := notices.conn(t, dsn, writer)
 	rd := notices.conn(t, dsn, reader)
+	// Each caller shadows every pgque relation with a temporary table of the
+	// same name and columns, holding a row and a trigger that runs planted
+	// code: with pg_temp first on a SECURITY DEFINER function's path, an
+	// unqualified name would pick it and run the trigger as the owner.
+	for _, c := range []*pgx.Conn{ad, wr, rd} {
+		shadowWithTemp(t, c)
+	}
 
 	// Administration and settings.
 	call(t, ad, `SELECT pgque.create_queue('q')`)
@@ -1352,5 +1366,50 @@ CREATE FUNCTION pgque.stop() RETURNS void LANGUAGE plpgsql AS $$BEGIN PERFORM at
 	conn2 := pgtest.Conn(t, dsn2)
 	if _, err := install.Uninstall(ctxT(t), conn2, install.UninstallOptions{}); err != nil {
 		t.Fatalf("uninstall of the engine: %v", err)
+	}
+}
+
+// shadowWithTemp creates, in conn's session, a temporary table for every
+// table of schema pgque (same name and columns, one row, a trigger running
+// planted code on any write).
+func shadowWithTemp(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	// The test's own statements must not meet the planted operators.
+	if _, err := conn.Exec(ctxT(t), `SET search_path = pg_catalog, pg_temp`); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := conn.Exec(ctxT(t), `RESET search_path`); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	rows, err := conn.Query(ctxT(t), `
+SELECT c.relname::text,
+       string_agg(pg_catalog.quote_ident(a.attname) || ' ' || pg_catalog.format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+ WHERE c.relnamespace = 'pgque'::pg_catalog.regnamespace AND c.relkind IN ('r', 'p', 'v')
+ GROUP BY c.relname ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rel struct{ Name, Cols string }
+	rels, err := pgx.CollectRows(rows, pgx.RowToStructByPos[rel])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rels) < 10 {
+		t.Fatalf("found %d pgque relations to shadow, want the engine's tables", len(rels))
+	}
+	for _, r := range rels {
+		id := pgx.Identifier{r.Name}.Sanitize()
+		for _, q := range []string{
+			fmt.Sprintf(`CREATE TEMP TABLE %s (%s)`, id, strings.ReplaceAll(r.Cols, "pgque.", "")),
+			fmt.Sprintf(`INSERT INTO pg_temp.%s DEFAULT VALUES`, id),
+			fmt.Sprintf(`CREATE TRIGGER shadow BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_temp.%s FOR EACH STATEMENT EXECUTE FUNCTION attk.trg()`, id),
+		} {
+			if _, err := conn.Exec(ctxT(t), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
 	}
 }
