@@ -911,7 +911,7 @@ func TestSecurityPlantedFunctionsNeverRun(t *testing.T) {
 			// A hijacked loop may never end (planted code returns NULL
 			// deadlines): bound it. A healthy run lasts 0.5 to 1.5 s (a 1 s
 			// slot plus 500 ms), so it always sleeps and commits several rounds.
-			call(t, conn, `SET statement_timeout = '20s'`)
+			call(t, conn, `SET statement_timeout = '10s'`)
 			call(t, conn, `CALL pgque.ticker_loop()`)
 		})
 	})
@@ -1084,7 +1084,7 @@ func TestSecurityPrecreatedSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// refused checks both install paths and that nothing was installed.
-	refused := func(t *testing.T, dsn string, installer *pgx.Conn, su *pgx.Conn, wantMsg string) {
+	refused := func(t *testing.T, installer *pgx.Conn, wantMsg string) {
 		t.Helper()
 		_, err := install.Install(ctxT(t), installer, install.Options{Reinstall: true})
 		if !errors.Is(err, install.ErrForeignSchema) {
@@ -1128,7 +1128,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 			t.Fatal(err)
 		}
 		a.phase(t, func(t *testing.T) {
-			refused(t, dsn, su, su, fmt.Sprintf("owned by role %q", a.role))
+			refused(t, su, fmt.Sprintf("owned by role %q", a.role))
 		})
 		if n := queryInt(t, su, `SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = 'pgque'::regnamespace`); n != 2 {
 			t.Errorf("schema pgque holds %d functions after the refused install, want the attacker's 2", n)
@@ -1146,7 +1146,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 		if _, err := atk.Exec(ctxT(t), `CREATE SCHEMA pgque`); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, dsn, su, su, fmt.Sprintf("owned by role %q", a.role))
+		refused(t, su, fmt.Sprintf("owned by role %q", a.role))
 		if n := queryInt(t, su, `SELECT count(*) FROM pg_catalog.pg_class WHERE relnamespace = 'pgque'::regnamespace`); n != 0 {
 			t.Errorf("%d relations installed after the refusal", n)
 		}
@@ -1174,7 +1174,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 		if _, err := inst.Exec(ctxT(t), fmt.Sprintf(`CREATE SCHEMA pgque AUTHORIZATION %s`, other)); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, dsn, inst, su, fmt.Sprintf("owned by role %q", other))
+		refused(t, inst, fmt.Sprintf("owned by role %q", other))
 		if n := countEngine(t, su); n != 0 {
 			t.Errorf("%d engine functions installed after the refusal", n)
 		}
@@ -1187,7 +1187,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 		if _, err := su.Exec(ctxT(t), `CREATE SCHEMA pgque`); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, dsn, su, su, "already exists but was not created by a pgque install")
+		refused(t, su, "already exists but was not created by a pgque install")
 		if n := queryInt(t, su, `SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = 'pgque'::regnamespace`); n != 0 {
 			t.Errorf("%d functions installed after the refusal", n)
 		}
@@ -1217,7 +1217,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 		if _, err := su.Exec(ctxT(t), fmt.Sprintf(`GRANT CREATE ON SCHEMA pgque TO %s`, a.role)); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, dsn, su, su, "CREATE granted to "+a.role)
+		refused(t, su, "CREATE granted to "+a.role)
 		// ... and what that role created there, once the grant is gone.
 		atk := withUser(t, dsn, a.role)
 		if _, err := atk.Exec(ctxT(t), `CREATE FUNCTION pgque.now() RETURNS timestamptz LANGUAGE sql AS 'SELECT pg_catalog.now()'`); err != nil {
@@ -1226,7 +1226,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 		if _, err := su.Exec(ctxT(t), fmt.Sprintf(`REVOKE CREATE ON SCHEMA pgque FROM %s`, a.role)); err != nil {
 			t.Fatal(err)
 		}
-		refused(t, dsn, su, su, fmt.Sprintf("pgque.now() (owned by %s)", a.role))
+		refused(t, su, fmt.Sprintf("pgque.now() (owned by %s)", a.role))
 	})
 }
 
