@@ -226,10 +226,11 @@ func variants(choices [][]uint32, maxChanges int) [][]uint32 {
 
 // planter builds the attacker's statements.
 type planter struct {
-	ti    *typeInfo
-	seen  map[string]bool // public.name(args) already planted
-	stmts []string
-	n     int
+	schema string // where the planted functions and operators go
+	ti     *typeInfo
+	seen   map[string]bool // public.name(args) already planted
+	stmts  []string
+	n      int
 }
 
 func (p *planter) sig(name string, args []uint32) string {
@@ -363,7 +364,7 @@ func (p *planter) plantFunction(cp catalogProc, variadic bool, defaults int, exp
 		return
 	}
 	p.seen[key] = true
-	ident := pgx.Identifier{"public", cp.name}.Sanitize()
+	ident := pgx.Identifier{p.schema, cp.name}.Sanitize()
 	if cp.kind == "a" {
 		p.aggregate(ident, key, args, ret)
 		return
@@ -471,11 +472,11 @@ func (p *planter) operator(name string, left, right, result uint32) {
 			if lt != 0 {
 				p.stmts = append(p.stmts,
 					fmt.Sprintf("CREATE FUNCTION %s(l %s, r %s) RETURNS %s %s", fn, p.ti.names[lt], p.ti.names[rt], p.ti.names[res], body(key, " NULL")),
-					fmt.Sprintf("CREATE OPERATOR public.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = %s)", name, p.ti.names[lt], p.ti.names[rt], fn))
+					fmt.Sprintf("CREATE OPERATOR %s.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = %s)", p.schema, name, p.ti.names[lt], p.ti.names[rt], fn))
 			} else {
 				p.stmts = append(p.stmts,
 					fmt.Sprintf("CREATE FUNCTION %s(r %s) RETURNS %s %s", fn, p.ti.names[rt], p.ti.names[res], body(key, " NULL")),
-					fmt.Sprintf("CREATE OPERATOR public.%s (RIGHTARG = %s, FUNCTION = %s)", name, p.ti.names[rt], fn))
+					fmt.Sprintf("CREATE OPERATOR %s.%s (RIGHTARG = %s, FUNCTION = %s)", p.schema, name, p.ti.names[rt], fn))
 			}
 		}
 	}
@@ -489,6 +490,7 @@ type attacker struct {
 	dsn     string // the attacker's own DSN
 	su      *pgx.Conn
 	planted int
+	helpers int // attk.sf_/ff_/op_ functions made so far
 	calls   []string
 	ops     []string
 }
@@ -593,8 +595,14 @@ $trg$;`, a.role)
 // plant creates, as the attacker, a function in public for every signature
 // variant of every pg_catalog function the install script calls unqualified
 // (aggregates as aggregates), and an operator for every operator it uses.
-func (a *attacker) plant() {
+func (a *attacker) plant() { a.plantIn("public") }
+
+// plantIn plants into schema (public, or a pgque schema the attacker made).
+// The helper functions of aggregates and operators live in attk, so
+// several schemas get distinct names.
+func (a *attacker) plantIn(schema string) {
 	t := a.t
+	a.calls, a.ops = nil, nil
 	script, err := install.Script()
 	if err != nil {
 		t.Fatal(err)
@@ -638,7 +646,7 @@ SELECT p.oid, p.proname::text, p.prokind::text, p.proargtypes::oid[], p.provaria
 			t.Errorf("the engine's calls as parsed do not include %s(): the parser or the list is wrong (parsed: %v)", must, a.calls)
 		}
 	}
-	p := &planter{ti: ti, seen: map[string]bool{}}
+	p := &planter{schema: schema, ti: ti, seen: map[string]bool{}, n: a.helpers}
 	for _, cp := range procs {
 		if cp.kind == "a" && cp.aggKind != "n" {
 			continue // ordered-set / hypothetical aggregates
@@ -704,8 +712,9 @@ SELECT o.oprname::text, o.oprleft, o.oprright, o.oprresult FROM pg_catalog.pg_op
 	if err := tx.Commit(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	a.planted = len(p.stmts)
-	t.Logf("planted %d objects in public for %d functions %v and %d operators %v", len(p.stmts), len(a.calls), a.calls, len(a.ops), a.ops)
+	a.planted += len(p.stmts)
+	a.helpers = p.n
+	t.Logf("planted %d objects in "+schema+" for %d functions %v and %d operators %v", len(p.stmts), len(a.calls), a.calls, len(a.ops), a.ops)
 }
 
 // hits returns how often planted code ran and which, from the superuser's
@@ -829,11 +838,7 @@ func callInt(t *testing.T, conn *pgx.Conn, sql string, args ...any) int64 {
 func TestSecurityPlantedFunctionsNeverRun(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewEmptyDB(t)
-	su := pgtest.Conn(t, dsn)
-	// The superuser's own checks run with a pinned path.
-	if _, err := su.Exec(ctxT(t), `SET search_path = pg_catalog, pg_temp`); err != nil {
-		t.Fatal(err)
-	}
+	su := pinnedConn(t, dsn)
 	var dbname string
 	if err := su.QueryRow(ctxT(t), `SELECT current_database()`).Scan(&dbname); err != nil {
 		t.Fatal(err)
@@ -1115,23 +1120,26 @@ func TestSecurityPrecreatedSchemaRefused(t *testing.T) {
 	t.Run("created_by_attacker", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.NewEmptyDB(t)
-		su := pgtest.Conn(t, dsn)
+		su := pinnedConn(t, dsn)
 		a := newAttacker(t, dsn, su)
 		atk := withUser(t, dsn, a.role)
 		// The attacker prepares the schema the way the issue describes, and a
 		// fake engine_version whose reading would run its code.
 		if _, err := atk.Exec(ctxT(t), `
 CREATE SCHEMA pgque;
-CREATE FUNCTION pgque.now() RETURNS timestamptz LANGUAGE plpgsql AS $$BEGIN PERFORM attk.hit('pgque.now()'); RETURN pg_catalog.now(); END$$;
 CREATE FUNCTION pgque.spy() RETURNS int LANGUAGE plpgsql AS $$BEGIN PERFORM attk.hit('pgque.engine_version'); RETURN 100; END$$;
 CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy() AS version_num, pg_catalog.now() AS installed_at;`); err != nil {
 			t.Fatal(err)
 		}
+		// And every signature the engine's calls could resolve to, in its
+		// pgque (TestSecurityPlantedFunctionsNeverRun covers public).
+		a.plantIn("pgque")
 		a.phase(t, func(t *testing.T) {
 			refused(t, su, fmt.Sprintf("owned by role %q", a.role))
 		})
-		if n := queryInt(t, su, `SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = 'pgque'::regnamespace`); n != 2 {
-			t.Errorf("schema pgque holds %d functions after the refused install, want the attacker's 2", n)
+		if n := queryInt(t, su, `SELECT count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_roles r ON r.oid = p.proowner
+		                          WHERE p.pronamespace = 'pgque'::regnamespace AND r.rolname <> $1`, a.role); n != 0 {
+			t.Errorf("schema pgque holds %d functions not the attacker's after the refused install, want 0", n)
 		}
 	})
 
@@ -1140,7 +1148,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 		// install.
 		t.Parallel()
 		dsn := pgtest.NewEmptyDB(t)
-		su := pgtest.Conn(t, dsn)
+		su := pinnedConn(t, dsn)
 		a := newAttacker(t, dsn, su)
 		atk := withUser(t, dsn, a.role)
 		if _, err := atk.Exec(ctxT(t), `CREATE SCHEMA pgque`); err != nil {
@@ -1155,7 +1163,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 	t.Run("owned_by_a_role_the_installer_is_member_of", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.NewEmptyDB(t)
-		su := pgtest.Conn(t, dsn)
+		su := pinnedConn(t, dsn)
 		var dbname string
 		if err := su.QueryRow(ctxT(t), `SELECT current_database()`).Scan(&dbname); err != nil {
 			t.Fatal(err)
@@ -1183,7 +1191,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 	t.Run("owned_by_installer_not_made_by_install", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.NewEmptyDB(t)
-		su := pgtest.Conn(t, dsn)
+		su := pinnedConn(t, dsn)
 		if _, err := su.Exec(ctxT(t), `CREATE SCHEMA pgque`); err != nil {
 			t.Fatal(err)
 		}
@@ -1196,7 +1204,7 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 	t.Run("reinstall_by_owner_works_then_foreign_objects_refused", func(t *testing.T) {
 		t.Parallel()
 		dsn := pgtest.NewEmptyDB(t)
-		su := pgtest.Conn(t, dsn)
+		su := pinnedConn(t, dsn)
 		if _, err := install.Install(ctxT(t), su, install.Options{}); err != nil {
 			t.Fatal(err)
 		}
@@ -1335,7 +1343,7 @@ ORDER BY 1`) {
 func TestSecurityUninstallRefusesForeignSchema(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewEmptyDB(t)
-	su := pgtest.Conn(t, dsn)
+	su := pinnedConn(t, dsn)
 	a := newAttacker(t, dsn, su)
 	atk := withUser(t, dsn, a.role)
 	if _, err := atk.Exec(ctxT(t), `
@@ -1412,4 +1420,17 @@ SELECT c.relname::text,
 			}
 		}
 	}
+}
+
+// pinnedConn is the test's own superuser connection: its search_path is
+// pinned, so its checks never meet what the attacker planted in public (a
+// query like "pronamespace = 'x'::regnamespace" would: pg_catalog has no
+// =(oid, regnamespace), a planted one matches exactly).
+func pinnedConn(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	conn := pgtest.Conn(t, dsn)
+	if _, err := conn.Exec(ctxT(t), `SET search_path = pg_catalog, pg_temp`); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
