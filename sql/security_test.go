@@ -760,19 +760,22 @@ SELECT 'member of ' || g.rolname FROM pg_catalog.pg_auth_members m
 func (a *attacker) phase(t *testing.T, fn func(t *testing.T)) {
 	t.Helper()
 	before, _ := a.hits()
+	// Judged also when fn stops the test early (t.Fatal).
+	defer func() {
+		after, sigs := a.hits()
+		if after != before {
+			t.Errorf("planted attacker code ran %d times: %v", after-before, sigs)
+		}
+		if g := a.gains(); len(g) > 0 {
+			t.Errorf("the attacker gained: %v", g)
+		}
+		_, _ = a.su.Exec(ctxT(t), fmt.Sprintf(`ALTER ROLE %s NOSUPERUSER NOCREATEROLE NOCREATEDB`, a.role))
+		for _, g := range []string{"pgque_admin", "pgque_writer", "pgque_reader"} {
+			_, _ = a.su.Exec(ctxT(t), fmt.Sprintf(`REVOKE %s FROM %s`, g, a.role))
+		}
+		_, _ = a.su.Exec(ctxT(t), `TRUNCATE attk.log`)
+	}()
 	fn(t)
-	after, sigs := a.hits()
-	if after != before {
-		t.Errorf("planted attacker code ran %d times: %v", after-before, sigs)
-	}
-	if g := a.gains(); len(g) > 0 {
-		t.Errorf("the attacker gained: %v", g)
-	}
-	_, _ = a.su.Exec(ctxT(t), fmt.Sprintf(`ALTER ROLE %s NOSUPERUSER NOCREATEROLE NOCREATEDB`, a.role))
-	for _, g := range []string{"pgque_admin", "pgque_writer", "pgque_reader"} {
-		_, _ = a.su.Exec(ctxT(t), fmt.Sprintf(`REVOKE %s FROM %s`, g, a.role))
-	}
-	_, _ = a.su.Exec(ctxT(t), `TRUNCATE attk.log`)
 }
 
 // noticeLog collects the warnings planted code raises, for the failure text.
@@ -1185,6 +1188,19 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 		refused(t, inst, fmt.Sprintf("owned by role %q", other))
 		if n := countEngine(t, su); n != 0 {
 			t.Errorf("%d engine functions installed after the refusal", n)
+		}
+		// Without the foreign schema the same role installs, and re-installs.
+		if _, err := su.Exec(ctxT(t), `DROP SCHEMA pgque`); err != nil {
+			t.Fatal(err)
+		}
+		for _, reinstall := range []bool{false, true} {
+			if _, err := install.Install(ctxT(t), inst, install.Options{Reinstall: reinstall}); err != nil {
+				t.Fatalf("install as %s (reinstall %v): %v", installer, reinstall, err)
+			}
+		}
+		if n := queryInt(t, su, `SELECT count(*) FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid = n.nspowner
+		                          WHERE n.nspname = 'pgque' AND r.rolname = $1`, installer); n != 1 {
+			t.Errorf("schema pgque owned by %s: %d, want 1", installer, n)
 		}
 	})
 
