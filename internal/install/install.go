@@ -77,7 +77,14 @@ func (r Result) String() string {
 const (
 	sqlInstallLock = `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`
 	// sqlInstalledVersion: the newest engine_version row, when the table exists.
-	sqlHasVersionTable  = `SELECT to_regclass('pgque.engine_version') IS NOT NULL`
+	// sqlHasVersionTable: whether pgque.engine_version exists, and whether it
+	// is a plain table without row security (reading a view or a table with
+	// policies could run its owner's code as this role).
+	// Operators qualified: callers other than install may not pin the path.
+	sqlHasVersionTable = `SELECT c.oid IS NOT NULL,
+	                             coalesce(c.relkind OPERATOR(pg_catalog.=) 'r'::"char" AND NOT c.relrowsecurity, false)
+	                        FROM (SELECT pg_catalog.to_regclass('pgque.engine_version'::pg_catalog.text)::pg_catalog.oid AS oid) r
+	                        LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.oid`
 	sqlInstalledVersion = `SELECT version, version_num FROM pgque.engine_version ORDER BY version_num DESC, installed_at DESC LIMIT 1`
 	sqlCurrentDatabase  = `SELECT current_database()`
 )
@@ -90,12 +97,15 @@ type Querier interface {
 // InstalledVersion returns the engine version installed in the database
 // ("" and 0 when none).
 func InstalledVersion(ctx context.Context, q Querier) (version string, num int, err error) {
-	var has bool
-	if err := q.QueryRow(ctx, sqlHasVersionTable).Scan(&has); err != nil {
+	var has, plain bool
+	if err := q.QueryRow(ctx, sqlHasVersionTable).Scan(&has, &plain); err != nil {
 		return "", 0, fmt.Errorf("looking for pgque.engine_version: %w", db.MapError(err))
 	}
 	if !has {
 		return "", 0, nil
+	}
+	if !plain {
+		return "", 0, fmt.Errorf("%w: pgque.engine_version is not a plain table (a view, or row security is on), so pgquectl does not read it; %s", ErrForeignSchema, foreignSchemaHint)
 	}
 	err = q.QueryRow(ctx, sqlInstalledVersion).Scan(&version, &num)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -181,6 +191,12 @@ func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Lo
 		return res, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, sqlPinSearchPath); err != nil {
+		return res, fmt.Errorf("pinning the install's search_path: %w", db.MapError(err))
+	}
+	if err := checkSchema(ctx, tx, res.Database); err != nil {
+		return res, err
+	}
 	prev, prevNum, err := InstalledVersion(ctx, tx)
 	if err != nil {
 		return res, err
@@ -217,6 +233,9 @@ func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Lo
 
 	log.Info("installing the pgque engine", "database", res.Database, "from", prev, "to", Version, "files", len(fs))
 	if _, err := tx.Exec(ctx, sc.text); err != nil {
+		if ferr := foreignSchemaError(err, res.Database); ferr != nil {
+			return res, ferr
+		}
 		return res, sc.explain(err)
 	}
 	got, gotNum, err := InstalledVersion(ctx, tx)

@@ -143,10 +143,16 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (Unin
 		return res, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, sqlPinSearchPath); err != nil {
+		return res, fmt.Errorf("pinning the uninstall's search_path: %w", db.MapError(err))
+	}
 	if err := tx.QueryRow(ctx, sqlHasSchema).Scan(&res.SchemaDropped); err != nil {
 		return res, fmt.Errorf("looking for the pgque schema: %w", db.MapError(err))
 	}
 	if res.SchemaDropped {
+		if err := checkUninstall(ctx, tx, res.Database); err != nil {
+			return res, err
+		}
 		if res.Previous, _, err = InstalledVersion(ctx, tx); err != nil {
 			return res, err
 		}

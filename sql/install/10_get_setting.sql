@@ -4,7 +4,7 @@
 CREATE OR REPLACE FUNCTION pgque.get_setting(i_name text)
 RETURNS text
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT value FROM pgque.settings WHERE name = i_name);

@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION pgque.set_setting(i_name text, i_value text)
 RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_value text := i_value;

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.set_tick_period_ms(p_period_ms int)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     PERFORM pgque.set_setting('tick_period_ms', p_period_ms::text);

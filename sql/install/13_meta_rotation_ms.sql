@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION pgque.meta_rotation_ms()
 RETURNS int
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT coalesce(

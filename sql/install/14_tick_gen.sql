@@ -4,7 +4,7 @@
 CREATE OR REPLACE FUNCTION pgque.tick_gen(i_at timestamptz)
 RETURNS smallint
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT (floor(extract(epoch FROM i_at) * 1000 / pgque.meta_rotation_ms())::bigint % 3)::smallint);

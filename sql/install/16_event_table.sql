@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION pgque.event_table(i_queue_id int, i_n int)
 RETURNS text
 LANGUAGE sql IMMUTABLE
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT format('pgque.%I', 'event_' || i_queue_id || '_' || i_n);
 $$;

@@ -4,7 +4,7 @@
 CREATE OR REPLACE FUNCTION pgque.find_queue(i_queue_name text)
 RETURNS pgque.queue
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue;

@@ -7,7 +7,7 @@
 CREATE OR REPLACE FUNCTION pgque.tick_snapshot()
 RETURNS pg_snapshot
 LANGUAGE plpgsql STABLE
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_snap pg_snapshot := pg_current_snapshot();

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.cron_job_suffix()
 RETURNS text
 LANGUAGE plpgsql STABLE
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_db   text := current_database();

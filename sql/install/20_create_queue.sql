@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION pgque.create_queue(i_queue_name text)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_id    int;

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.drop_queue(x_queue_name text, x_force boolean DEFAULT false)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue;

@@ -15,7 +15,7 @@ CREATE OR REPLACE FUNCTION pgque.insert_event(queue_name text, ev_type text, ev_
                                               ev_extra1 text, ev_extra2 text, ev_extra3 text, ev_extra4 text)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue_id int;
@@ -43,7 +43,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.insert_event(queue_name text, ev_type text, ev_data text)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT pgque.insert_event(queue_name, ev_type, ev_data, NULL::text, NULL::text, NULL::text, NULL::text));

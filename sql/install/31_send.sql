@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION pgque.send(queue_name text, payload jsonb)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT pgque.insert_event(queue_name, 'default', payload::text, NULL::text, NULL::text, NULL::text, NULL::text));
@@ -15,7 +15,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.send(queue_name text, payload text)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT pgque.insert_event(queue_name, 'default', payload, NULL::text, NULL::text, NULL::text, NULL::text));
@@ -25,7 +25,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.send(queue_name text, type_name text, payload jsonb)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT pgque.insert_event(queue_name, type_name, payload::text, NULL::text, NULL::text, NULL::text, NULL::text));
@@ -35,7 +35,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.send(queue_name text, type_name text, payload text)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT pgque.insert_event(queue_name, type_name, payload, NULL::text, NULL::text, NULL::text, NULL::text));

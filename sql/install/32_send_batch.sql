@@ -7,7 +7,7 @@
 CREATE OR REPLACE FUNCTION pgque.send_batch(queue_name text, type_name text, payloads text[])
 RETURNS bigint[]
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue;
@@ -43,7 +43,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.send_batch(queue_name text, type_name text, payloads jsonb[])
 RETURNS bigint[]
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT pgque.send_batch(queue_name, type_name, payloads::text[]));
@@ -53,7 +53,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.send_batch(queue_name text, payloads text[])
 RETURNS bigint[]
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT pgque.send_batch(queue_name, 'default', payloads));
@@ -63,7 +63,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.send_batch(queue_name text, payloads jsonb[])
 RETURNS bigint[]
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT pgque.send_batch(queue_name, 'default', payloads::text[]));

@@ -10,7 +10,7 @@
 CREATE OR REPLACE FUNCTION pgque.tick_queue(i_queue_id int, i_last_tick_id bigint)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue   pgque.queue;

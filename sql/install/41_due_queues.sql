@@ -22,7 +22,7 @@
 CREATE OR REPLACE FUNCTION pgque.due_queues(i_queue_id int DEFAULT NULL)
 RETURNS TABLE (queue_id int, queue_name text, last_tick_id bigint)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN QUERY

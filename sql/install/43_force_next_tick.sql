@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION pgque.force_next_tick(i_queue_name text)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(i_queue_name);
@@ -19,7 +19,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.force_tick(i_queue_name text)
 RETURNS bigint
 LANGUAGE sql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT pgque.force_next_tick(i_queue_name);
 $$;

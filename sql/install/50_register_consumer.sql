@@ -10,7 +10,7 @@
 CREATE OR REPLACE FUNCTION pgque.register_consumer_at(x_queue_name text, x_consumer_name text, x_tick_pos bigint)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(x_queue_name);
@@ -62,7 +62,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.register_consumer(x_queue_name text, x_consumer_id text)
 RETURNS int
 LANGUAGE sql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT pgque.register_consumer_at(x_queue_name, x_consumer_id, NULL);
 $$;

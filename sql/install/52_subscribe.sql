@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION pgque.subscribe(queue text, consumer text)
 RETURNS int
 LANGUAGE sql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT pgque.register_consumer_at(queue, consumer, NULL);
 $$;
@@ -13,7 +13,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.unsubscribe(queue text, consumer text)
 RETURNS int
 LANGUAGE sql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT pgque.unregister_consumer(queue, consumer);
 $$;

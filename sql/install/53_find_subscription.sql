@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION pgque.find_subscription(i_queue_name text, i_consumer_name text)
 RETURNS pgque.subscription
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(i_queue_name);

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.lock_batch(i_batch_id bigint)
 RETURNS pgque.subscription
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_sub pgque.subscription;

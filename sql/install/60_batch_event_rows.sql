@@ -16,7 +16,7 @@ RETURNS TABLE (ev_id bigint, ev_time timestamptz, ev_txid xid8, ev_owner int, ev
                ev_type text, ev_data text, ev_extra1 text, ev_extra2 text, ev_extra3 text,
                ev_extra4 text, ev_partition int)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue  pgque.queue;

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.open_batch(i_sub pgque.subscription, i_max_events int)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_next  bigint;

@@ -7,7 +7,7 @@
 CREATE OR REPLACE FUNCTION pgque.next_batch(i_queue_name text, i_consumer_name text)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN pgque.open_batch(pgque.find_subscription(i_queue_name, i_consumer_name), NULL);
@@ -19,7 +19,7 @@ CREATE OR REPLACE FUNCTION pgque.next_batch_info(i_queue_name text, i_consumer_n
     OUT cur_tick_time timestamptz, OUT prev_tick_time timestamptz,
     OUT cur_tick_event_seq bigint, OUT prev_tick_event_seq bigint)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_sub pgque.subscription := pgque.find_subscription(i_queue_name, i_consumer_name);

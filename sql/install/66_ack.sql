@@ -14,7 +14,7 @@
 CREATE OR REPLACE FUNCTION pgque.ack(i_batch_id bigint)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_sub pgque.subscription := pgque.lock_batch(i_batch_id);

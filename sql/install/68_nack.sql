@@ -12,7 +12,7 @@ CREATE OR REPLACE FUNCTION pgque.nack(i_batch_id bigint, i_msg pgque.message,
                                       i_retry_after interval DEFAULT '60 seconds', i_reason text DEFAULT NULL)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_sub   pgque.subscription;

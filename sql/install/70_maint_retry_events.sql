@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION pgque.maint_retry_events()
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue;

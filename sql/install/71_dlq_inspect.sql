@@ -7,7 +7,7 @@ RETURNS TABLE (dl_id bigint, consumer_name text, dl_time timestamptz, dl_reason 
                ev_time timestamptz, ev_retry int, ev_type text, ev_data text,
                ev_extra1 text, ev_extra2 text, ev_extra3 text, ev_extra4 text)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT d.dl_id, c.co_name, d.dl_time, d.dl_reason, d.ev_id, d.ev_time, d.ev_retry, d.ev_type, d.ev_data,
            d.ev_extra1, d.ev_extra2, d.ev_extra3, d.ev_extra4

@@ -9,7 +9,7 @@
 CREATE OR REPLACE FUNCTION pgque.dlq_replay(i_dead_letter_id bigint)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_dl    pgque.dead_letter;

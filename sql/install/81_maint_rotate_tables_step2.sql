@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION pgque.maint_rotate_tables_step2()
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_n int;

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.tick_need()
 RETURNS TABLE (queue_id int, cursor_tick bigint, min_tick bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_id, c.cursor_tick,
            least(c.cursor_tick,

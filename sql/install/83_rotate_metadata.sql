@@ -20,7 +20,7 @@
 CREATE OR REPLACE FUNCTION pgque.rotate_metadata()
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     c_need_sql constant text :=

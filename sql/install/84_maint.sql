@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.maint()
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_n    int := 0;

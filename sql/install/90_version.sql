@@ -4,7 +4,7 @@
 CREATE OR REPLACE FUNCTION pgque.version()
 RETURNS text
 LANGUAGE sql IMMUTABLE
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT '0.1.0'::text;
 $$;

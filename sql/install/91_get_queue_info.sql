@@ -15,7 +15,7 @@ RETURNS TABLE (queue_name text, queue_ntables int, queue_cur_table int, queue_ro
                queue_tick_period_ms int, ticker_lag interval, ev_per_sec float8, ev_new bigint,
                last_tick_id bigint, last_tick_time timestamptz, pending_events bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, q.queue_ntables, q.queue_cur_table, q.queue_rotation_period, q.queue_switch_time,
            q.queue_external_ticker, q.queue_ticker_paused, q.queue_ticker_max_count, q.queue_ticker_max_lag,
@@ -48,7 +48,7 @@ RETURNS TABLE (queue_name text, queue_ntables int, queue_cur_table int, queue_ro
                queue_tick_period_ms int, ticker_lag interval, ev_per_sec float8, ev_new bigint,
                last_tick_id bigint, last_tick_time timestamptz, pending_events bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT * FROM pgque.get_queue_info(NULL::text);
 $$;

@@ -9,7 +9,7 @@ CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text, i_consumer
 RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
                current_batch bigint, next_tick bigint, pending_events bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, c.co_name, now() - t.tick_time, now() - s.sub_active, s.sub_last_tick,
            s.sub_batch, s.sub_next_tick,
@@ -28,7 +28,7 @@ CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text)
 RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
                current_batch bigint, next_tick bigint, pending_events bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT * FROM pgque.get_consumer_info(i_queue_name, NULL);
 $$;
@@ -37,7 +37,7 @@ CREATE OR REPLACE FUNCTION pgque.get_consumer_info()
 RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
                current_batch bigint, next_tick bigint, pending_events bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT * FROM pgque.get_consumer_info(NULL, NULL);
 $$;

@@ -5,7 +5,7 @@ CREATE OR REPLACE FUNCTION pgque.get_batch_info(x_batch_id bigint)
 RETURNS TABLE (queue_name text, consumer_name text, batch_start timestamptz, batch_end timestamptz,
                prev_tick_id bigint, tick_id bigint, lag interval, seq_start bigint, seq_end bigint)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, c.co_name, p.tick_time, n.tick_time, s.sub_last_tick, s.sub_next_tick,
            now() - n.tick_time, p.tick_event_seq, n.tick_event_seq

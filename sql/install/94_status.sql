@@ -10,7 +10,7 @@
 CREATE OR REPLACE FUNCTION pgque.status()
 RETURNS TABLE (component text, status text, detail text)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_lag  interval;

@@ -10,7 +10,7 @@
 CREATE OR REPLACE FUNCTION pgque.cron_jobs(i_cron_version text)
 RETURNS TABLE (jobname text, schedule text, command text, run_in_cron_db boolean)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_seconds boolean;

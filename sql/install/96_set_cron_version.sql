@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION pgque.set_cron_version(i_cron_version text)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_seconds boolean;

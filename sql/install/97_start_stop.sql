@@ -11,7 +11,7 @@
 CREATE OR REPLACE FUNCTION pgque.start()
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_version text;
@@ -36,7 +36,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.stop()
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_n int;
