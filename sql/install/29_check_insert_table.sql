@@ -24,7 +24,7 @@
 CREATE OR REPLACE FUNCTION pgque.check_insert_table(i_queue_id int, i_cur int, i_ntables int)
 RETURNS void
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_next oid := pgque.event_table(i_queue_id, (i_cur + 1) % i_ntables)::regclass;

@@ -13,7 +13,7 @@
 CREATE OR REPLACE FUNCTION pgque.unread_events(i_queue_id int, i_tick_id bigint)
 RETURNS bigint
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue;
