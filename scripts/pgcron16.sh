@@ -22,7 +22,9 @@
 # load plpgsql (undefined symbol): run this before starting any cluster.
 #
 # Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/pgquectl/pgcron16/<tarball sha256
-# prefix>-<server version>; rebuilt when the tarball or the server changes.
+# prefix>-<server version>, or /var/cache/pgquectl/pgcron16/... as root
+# (the server runs as the postgres user, which cannot enter /root);
+# rebuilt when the tarball or the server changes.
 set -euo pipefail
 
 PG_MAJOR=15
@@ -55,7 +57,13 @@ fi
 
 sum="$(sha256sum "$tarball" | cut -c1-12)"
 server="$("$sysbin/postgres" --version | awk '{print $3}')"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/pgquectl/pgcron16"
+if [ -n "${XDG_CACHE_HOME:-}" ]; then
+    cache="$XDG_CACHE_HOME/pgquectl/pgcron16"
+elif [ "$(id -u)" -eq 0 ]; then
+    cache=/var/cache/pgquectl/pgcron16
+else
+    cache="$HOME/.cache/pgquectl/pgcron16"
+fi
 dest="$cache/$sum-$server"
 bindir="$dest/tree/usr/lib/postgresql/$PG_MAJOR/bin"
 
