@@ -8,10 +8,12 @@
 -- Liveness: a run ticks only while it holds the session advisory lock
 -- (1885827445, 5) (internal/locks.TickerLoop), from before its first round
 -- until it returns; it unlocks explicitly on its way out. A run that finds
--- the lock held waits for it in 100 ms lock_timeout steps (a fresh snapshot
--- each step, so waiting never holds the xmin horizon back), takes over the
--- moment the holder lets go, and gives up after two slots (pg_cron starts
--- it again). A ticker daemon standing by sees the lock held.
+-- the lock held first warms up (one ticker(), rotate_metadata() and step 2
+-- call, so its first round after a takeover is not slowed by compiling
+-- them), then waits for the lock in 100 ms lock_timeout steps (a fresh
+-- snapshot each step, so waiting never holds the xmin horizon back), takes
+-- over the moment the holder lets go, and gives up after two slots (pg_cron
+-- starts it again). A ticker daemon standing by sees the lock held.
 -- Slot and handover: a run that holds the lock ticks to the end of its slot
 -- (ticker_slot_seconds, epoch-aligned) plus ticker_overrun_ms (at most half a
 -- slot). pg_cron 1.4 (minute slots, one job): the overrun makes the run end
@@ -75,9 +77,32 @@ BEGIN
     v_overrun := pg_catalog.int4smaller(v_overrun, v_slot OPERATOR(pg_catalog.*) 500);
     v_give_up := v_start OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => v_slot OPERATOR(pg_catalog.*) 2);
 
+    -- Take the loop lock, or stand by for it.
+    v_locked := pg_catalog.pg_try_advisory_lock(c_class, c_key);
+    COMMIT;
+    IF NOT v_locked THEN
+        -- Warm up while the running loop ticks: the first call of each in
+        -- a new backend compiles and caches (50-150 ms on a loaded
+        -- machine), which would otherwise stall the first round after the
+        -- takeover. Each call is ordinary work anybody may do (ticker()
+        -- skips a queue whose tick another session holds).
+        BEGIN
+            PERFORM pgque.ticker();
+        EXCEPTION WHEN OTHERS THEN
+            RAISE LOG 'pgque: ticker_loop warm-up: ticker() failed: % (%)', SQLERRM, SQLSTATE;
+        END;
+        COMMIT;
+        BEGIN
+            PERFORM pgque.rotate_metadata();
+            PERFORM pgque.maint_rotate_tables_step2();
+        EXCEPTION WHEN OTHERS THEN
+            RAISE LOG 'pgque: ticker_loop warm-up: rotation failed: % (%)', SQLERRM, SQLSTATE;
+        END;
+        COMMIT;
+    END IF;
     -- Wait for the loop lock: the running loop (or a standby of ours) has
     -- it. Each step waits at most 100 ms in its own transaction.
-    LOOP
+    WHILE NOT v_locked LOOP
         IF pgque.get_setting('ticker_loop_enabled') OPERATOR(pg_catalog.=) 'false' THEN
             RETURN;
         END IF;
@@ -89,8 +114,7 @@ BEGIN
             v_locked := false;
         END;
         COMMIT;
-        EXIT WHEN v_locked;
-        IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_give_up THEN
+        IF NOT v_locked AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_give_up THEN
             RETURN;
         END IF;
     END LOOP;
