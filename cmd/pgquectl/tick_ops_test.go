@@ -100,6 +100,10 @@ func TestTickLongDatabaseName(t *testing.T) {
 	if code != 0 || strings.Count(out, "pgque_") != 6 {
 		t.Errorf("tick (status): exit %d, %s; want the 6 jobs:\n%s", code, stderr, out)
 	}
+	out, _, _ = runMain(t, "status", "--dsn", dsn)
+	if strings.Contains(out, "no pgque jobs") || !strings.Contains(out, names[0]) {
+		t.Errorf("status does not see our jobs:\n%s", out)
+	}
 
 	out, stderr, code = runMain(t, "tick", "--dsn", dsn, "--off")
 	if code != 0 || !strings.Contains(out, "pg_cron jobs 6 → 0") {
@@ -342,5 +346,46 @@ func TestTickNonSuperuserHintNamesTheMissingGrant(t *testing.T) {
 	}
 	if after != before {
 		t.Fatalf("a failed tick changed settings:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// TestUninstallWithoutReadAllSettings: uninstall finds pg_cron's database
+// the way install and tick do when cron.database_name is unreadable (no
+// pg_read_all_settings); it used to fail reading it.
+func TestUninstallWithoutReadAllSettings(t *testing.T) {
+	t.Parallel()
+	server := pgtest.RequireCron(t)
+	ctx := tickCtx(t, time.Minute)
+	dsn := pgtest.NewDB(t)
+	engine := pgtest.Conn(t, dsn)
+	var dbname string
+	if err := engine.QueryRow(ctx, "SELECT current_database()").Scan(&dbname); err != nil {
+		t.Fatal(err)
+	}
+	role := "un_" + dbname[max(0, len(dbname)-20):]
+	ident := pgx.Identifier{role}.Sanitize()
+	srv := pgtest.Conn(t, server)
+	for _, q := range []string{"CREATE ROLE " + ident + " LOGIN", "GRANT pgque_admin TO " + ident} {
+		if _, err := srv.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// What uninstall reads besides pg_cron (a database owner has it).
+	if _, err := engine.Exec(ctx, "GRANT SELECT ON pgque.engine_version TO "+ident); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = engine.Exec(ctx, "REVOKE ALL ON pgque.engine_version FROM "+ident)
+		_, _ = srv.Exec(ctx, "DROP ROLE IF EXISTS "+ident)
+	})
+	if !strings.HasPrefix(dsn, "postgres://postgres@") {
+		t.Skipf("cannot derive a DSN for another role from %q", dsn)
+	}
+	roleDSN := "postgres://" + role + "@" + strings.TrimPrefix(dsn, "postgres://postgres@")
+	out, stderr, code := runMain(t, "uninstall", "--dsn", roleDSN, "--force", "--dry-run")
+	if code != 0 || !strings.Contains(out, "DROP SCHEMA") {
+		t.Fatalf("uninstall --dry-run without pg_read_all_settings: exit %d: %s\n%s", code, stderr, out)
 	}
 }
