@@ -4,13 +4,14 @@
 -- shortest tick period in use (epoch-aligned: no drift; 1 s rounds with
 -- classic thresholds, ticker_classic_loop_ms). Every 200 ms it also rotates
 -- the tick/subscription tables, every second it confirms event-table switches
--- (step 2); each in its own transaction.
+-- (step 2); each in its own transaction (first 200 ms / 1 s into a run,
+-- so the first round after a handover only ticks).
 -- Liveness: a run ticks only while it holds the session advisory lock
 -- (1885827445, 5) (internal/locks.TickerLoop), from before its first round
 -- until it returns; it unlocks explicitly on its way out. A run that finds
--- the lock held first warms up (one ticker(), rotate_metadata() and step 2
--- call, so its first round after a takeover is not slowed by compiling
--- them), then waits for the lock in 100 ms lock_timeout steps (a fresh
+-- the lock held first warms up (250 ms in: one ticker(), rotate_metadata()
+-- and step 2 call, so its first round after a takeover is not slowed by
+-- compiling them), then waits for the lock in 100 ms lock_timeout steps (a fresh
 -- snapshot each step, so waiting never holds the xmin horizon back), takes
 -- over the moment the holder lets go, and gives up after two slots (pg_cron
 -- starts it again). A ticker daemon standing by sees the lock held.
@@ -85,9 +86,16 @@ BEGIN
         -- a new backend compiles and caches (50-150 ms on a loaded
         -- machine), which would otherwise stall the first round after the
         -- takeover. Each call is ordinary work anybody may do (ticker()
-        -- skips a queue whose tick another session holds).
+        -- skips a queue whose tick another session holds). Not at once:
+        -- pg_cron starts this run as the previous one hands over, and the
+        -- new holder's first rounds should have the CPU.
+        PERFORM pg_catalog.pg_sleep(0.25);
+        COMMIT;
         BEGIN
             PERFORM pgque.ticker();
+            -- The holder has just ticked every due queue, so ticker() found
+            -- none due: compile tick_queue() on a queue id that never exists.
+            PERFORM pgque.tick_queue(-1, NULL);
         EXCEPTION WHEN OTHERS THEN
             RAISE LOG 'pgque: ticker_loop warm-up: ticker() failed: % (%)', SQLERRM, SQLSTATE;
         END;
@@ -124,9 +132,11 @@ BEGIN
                       (pg_catalog.floor(EXTRACT(epoch FROM v_now) OPERATOR(pg_catalog./) v_slot)
                        OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.*) v_slot)
                   OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => v_overrun OPERATOR(pg_catalog./) 1000.0);
+    -- Rotation and step 2 keep their cadence across a handover: not in
+    -- the first round, which only ticks.
     v_next_cfg := v_now;
-    v_next_meta := v_now;
-    v_next_sw := v_now;
+    v_next_meta := v_now OPERATOR(pg_catalog.+) interval '200 milliseconds';
+    v_next_sw := v_now OPERATOR(pg_catalog.+) interval '1 second';
     v_planned := v_now;
     LOOP
         v_t_round := pg_catalog.clock_timestamp();
