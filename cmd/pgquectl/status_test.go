@@ -198,7 +198,7 @@ func cronJobForTest(t *testing.T, engine *pgx.Conn) {
 	}
 	var id int64
 	if err := server.QueryRow(ctx, `SELECT cron.schedule_in_database($1, '0 0 1 1 *', 'SELECT 1', $2)`,
-		"pgque_json_test@"+dbName, dbName).Scan(&id); err != nil {
+		"pgque_maint@"+dbName, dbName).Scan(&id); err != nil { // a name of pgque.cron_job_names()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

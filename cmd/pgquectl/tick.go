@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,25 +21,39 @@ const tickTimeout = time.Minute
 
 func newTickCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "tick (--hz N | --period D) [--queue Q] [--rotation-period D] [--dry-run] [--off] [--run]",
-		Short: "Configure sub-second ticking (pg_cron jobs), or run the ticker daemon",
+		Use:   "tick [--status] | (--hz N | --period D) [--queue Q] [--rotation-period D] [--dry-run] | --off | --run",
+		Short: "Show or configure sub-second ticking (pg_cron jobs), or run the ticker daemon",
 		Long: `tick sets how often the engine ticks, i.e. how soon a committed event becomes
 visible to consumers (the end-to-end latency is bounded by the tick period).
 
-It sets the tick period (for the installation, or one queue with --queue),
-derives the metadata rotation period clamp(300 × period, 1s, 30s) unless
---rotation-period is given, and registers the engine's pg_cron jobs: one
-CALL pgque.ticker_loop() that ticks and commits at the period inside each cron
-slot, plus maintenance, retry draining, rotation and a purge of old
-cron.job_run_details rows. Running it again updates the jobs in place.
+Alone (or with --status) it only shows the current ticking: the default and
+per-queue tick periods the engine uses, the rotation period, our pg_cron jobs,
+and whether the pg_cron loop and a ticker daemon leader are alive.
+
+With --hz / --period it sets the tick period (for the installation, or one
+queue with --queue) and registers the engine's pg_cron jobs: CALL
+pgque.ticker_loop(), which ticks and commits at the period (on pg_cron >= 1.5
+a second job's run stands by on the loop's lock and takes over the moment the
+first one ends), plus maintenance, retry draining, rotation and a purge of
+old cron.job_run_details rows. The engine validates the values (period
+1ms..60s) and derives the metadata rotation period clamp(300 × period, 1s,
+30s) unless --rotation-period pins it; the plan shows what the engine will
+use, then "applied: X → Y". All or nothing: when registering fails, no
+setting changes. Running it again updates the jobs in place.
 
 Idle queues tick only at their idle period, so a fast tick rate costs WAL only
 for queues that receive events; the table shows the projection per active queue.
 
+--off stops ticking through pg_cron: the running ticker_loop() ends within a
+second and our jobs are removed.
+
 Without pg_cron (or on a standby-free setup where you prefer a process), run
 the ticker daemon instead: --run keeps one connection and ticks at the period
 like PgQ's pgqd; start several for failover, one leads (advisory lock).`,
-		Example: `  # tick every 10 ms (100 Hz) through pg_cron, and see the plan first
+		Example: `  # what ticks this database now
+  pgquectl tick
+
+  # tick every 10 ms (100 Hz) through pg_cron, and see the plan first
   pgquectl tick --hz 100 --dry-run
   pgquectl tick --hz 100
 
@@ -51,18 +66,31 @@ like PgQ's pgqd; start several for failover, one leads (advisory lock).`,
   # no pg_cron here: run the daemon (SIGTERM / Ctrl-C stops it)
   pgquectl tick --run --hz 100
 
-  # stop ticking through pg_cron (removes exactly our jobs)
+  # stop ticking through pg_cron (the running loop ends within a second)
   pgquectl tick --off`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			off, run, dry := a.v.GetBool("off"), a.v.GetBool("run"), a.v.GetBool("dry-run")
+			off, run, dry, status := a.v.GetBool("off"), a.v.GetBool("run"), a.v.GetBool("dry-run"), a.v.GetBool("status")
 			queue := a.v.GetString("queue")
+			setting := a.v.IsSet("hz") || a.v.IsSet("period") || a.v.IsSet("rotation-period") || queue != ""
+			if status || (!off && !run && !dry && !setting) {
+				if status && (off || run || dry || setting) {
+					return usagef("--status only shows the current ticking: pass it alone")
+				}
+				ctx, cancel := context.WithTimeout(cmd.Context(), tickTimeout)
+				defer cancel()
+				st, err := ticker.CurrentStatus(ctx, a.conn())
+				if err != nil {
+					return fmt.Errorf("reading the current ticking: %w", err)
+				}
+				return st.Render(cmd.OutOrStdout())
+			}
 			if off {
-				if a.v.IsSet("hz") || a.v.IsSet("period") || queue != "" || run {
+				if setting || run {
 					return usagef("--off stops ticking for the whole database: pass it alone (to pause one queue: SELECT pgque.set_queue_config('Q', 'ticker_paused', 'true'))")
 				}
 				if dry {
-					fmt.Fprintln(cmd.OutOrStdout(), "Dry run: would remove the pg_cron jobs named pgque_*@<this database>.")
+					fmt.Fprintln(cmd.OutOrStdout(), "Dry run: would stop the running ticker_loop() and remove our pg_cron jobs (pgque.cron_job_names()).")
 					return nil
 				}
 				ctx, cancel := context.WithTimeout(cmd.Context(), tickTimeout)
@@ -71,7 +99,7 @@ like PgQ's pgqd; start several for failover, one leads (advisory lock).`,
 				if err != nil {
 					return fmt.Errorf("stopping ticking: %w", err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Removed %d pg_cron job(s); nothing ticks this database through pg_cron now.\n", n)
+				fmt.Fprintf(cmd.OutOrStdout(), "applied: pg_cron jobs %d → 0; the running ticker_loop() ends within a second. Nothing ticks this database through pg_cron now.\n", n)
 				return nil
 			}
 			period, err := tickPeriod(a)
@@ -79,8 +107,8 @@ like PgQ's pgqd; start several for failover, one leads (advisory lock).`,
 				return err
 			}
 			rot := a.v.GetDuration("rotation-period")
-			if a.v.IsSet("rotation-period") && (rot < 100*time.Millisecond || rot%time.Millisecond != 0) {
-				return usagef("--rotation-period %s: use whole milliseconds, at least 100ms (default: derived)", rot)
+			if a.v.IsSet("rotation-period") && (rot <= 0 || rot%time.Millisecond != 0) {
+				return usagef("--rotation-period %s: use a positive whole number of milliseconds (default: derived by the engine)", rot)
 			}
 			o := ticker.Options{Period: period, Queue: queue, Rotation: rot, DryRun: dry}
 			if run {
@@ -94,20 +122,24 @@ like PgQ's pgqd; start several for failover, one leads (advisory lock).`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), tickTimeout)
 			defer cancel()
 			plan, err := ticker.Apply(ctx, a.conn(), o)
-			if rerr := plan.Render(cmd.OutOrStdout()); rerr != nil && err == nil {
-				err = rerr
+			if err != nil {
+				if errors.Is(err, ticker.ErrInvalid) {
+					return usageError{fmt.Errorf("%w (nothing was changed)", err)}
+				}
+				return fmt.Errorf("%w (nothing was changed)", err)
 			}
-			return err
+			return plan.Render(cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
 	f.Int("hz", 0, "ticks per second, 1..1000 (or --period)")
-	f.Duration("period", 0, "tick period, 1ms..1s in whole milliseconds (or --hz)")
+	f.Duration("period", 0, "tick period in whole milliseconds, 1ms..60s (the engine's range; or --hz)")
 	f.String("queue", "", "set the period of this queue only (default: the installation default)")
-	f.Duration("rotation-period", 0, "metadata rotation period (default: clamp(300 × period, 1s, 30s))")
-	f.Bool("dry-run", false, "print the plan, change nothing")
-	f.Bool("off", false, "stop ticking through pg_cron: remove our pg_cron jobs")
+	f.Duration("rotation-period", 0, "pin the metadata rotation period, 100ms..1h (default: derived by the engine, clamp(300 × period, 1s, 30s))")
+	f.Bool("dry-run", false, "print the plan (what the engine would use), change nothing")
+	f.Bool("off", false, "stop ticking through pg_cron: end the running loop, remove our pg_cron jobs")
 	f.Bool("run", false, "run the ticker daemon in the foreground instead of pg_cron jobs")
+	f.Bool("status", false, "show the current ticking (the default without other flags), change nothing")
 	return cmd
 }
 
@@ -129,5 +161,5 @@ func tickPeriod(a *app) (time.Duration, error) {
 		}
 		return period, nil
 	}
-	return 0, usagef("pass --hz N (1..1000) or --period D (e.g. --hz 100 or --period 10ms); --off to stop ticking")
+	return 0, usagef("pass --hz N (1..1000) or --period D (e.g. --hz 100 or --period 10ms); --off to stop ticking; no flags to see the current ticking")
 }

@@ -16,12 +16,11 @@ import (
 const (
 	qTickSettings = `SELECT string_agg(name || '=' || coalesce(value, 'NULL'), ',' ORDER BY name) FROM pgque.settings`
 	qTickQueues   = `SELECT string_agg(queue_name || '=' || coalesce(queue_tick_period_ms::text, 'NULL'), ',' ORDER BY queue_name) FROM pgque.queue`
-	// Our jobs for a database, matched as internal/cron does (names are
-	// clipped to 63 bytes by pg_cron).
+	// Our jobs: the names the engine gives (pgque.cron_job_names(), read
+	// from the engine database and passed as $1), matched exactly.
 	qTickJobs = `SELECT coalesce(string_agg(jobid || ':' || jobname || ':' || schedule, ',' ORDER BY jobname), '')
-	               FROM (SELECT j.*, substring(j.jobname FROM '@(.*)$') AS jobdb FROM cron.job j) j
-	              WHERE left(jobname, 6) = 'pgque_'
-	                AND (jobdb = $1 OR (octet_length(jobname) = 63 AND starts_with($1, jobdb)))`
+	               FROM cron.job WHERE jobname::text = ANY ($1::text[])`
+	qTickJobNames = `SELECT pgque.cron_job_names()`
 )
 
 func TestTickUsage(t *testing.T) {
@@ -30,15 +29,16 @@ func TestTickUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"tick"}, "pass --hz N"},
+		{[]string{"tick", "--queue", "q"}, "pass --hz N"},
+		{[]string{"tick", "--status", "--hz", "10"}, "--status only shows"},
 		{[]string{"tick", "--hz", "0"}, "out of range"},
 		{[]string{"tick", "--hz", "1001"}, "out of range"},
 		{[]string{"tick", "--hz", "-5"}, "out of range"},
 		{[]string{"tick", "--hz", "100", "--period", "10ms"}, "not both"},
 		{[]string{"tick", "--period", "0s"}, "out of range"},
 		{[]string{"tick", "--period", "1500us"}, "whole number of milliseconds"},
-		{[]string{"tick", "--period", "2m"}, "out of range"},
-		{[]string{"tick", "--hz", "100", "--rotation-period", "10ms"}, "--rotation-period"},
+		{[]string{"tick", "--period", "-5ms"}, "out of range"},
+		{[]string{"tick", "--hz", "100", "--rotation-period", "1500us"}, "--rotation-period"},
 		{[]string{"tick", "--off", "--hz", "10"}, "--off"},
 		{[]string{"tick", "--run", "--dry-run", "--hz", "10"}, "do not go together"},
 		{[]string{"tick", "--hz", "abc"}, "invalid argument"},
@@ -78,7 +78,11 @@ func readTickState(t *testing.T, ctx context.Context, engine, server *pgx.Conn, 
 	if q != nil {
 		s.queues = *q
 	}
-	if err := server.QueryRow(ctx, qTickJobs, dbname).Scan(&s.jobs); err != nil {
+	var names []string
+	if err := engine.QueryRow(ctx, qTickJobNames).Scan(&names); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.QueryRow(ctx, qTickJobs, names).Scan(&s.jobs); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -153,7 +157,7 @@ func TestTickDryRunRegisterAndOff(t *testing.T) {
 	if j := readTickState(t, ctx, engine, server, dbname).jobs; j != "" {
 		t.Fatalf("jobs left after --off: %s", j)
 	}
-	if want := fmt.Sprintf("Removed %d", strings.Count(first.jobs, "pgque_")); !strings.Contains(out, want) {
+	if want := fmt.Sprintf("applied: pg_cron jobs %d → 0", strings.Count(first.jobs, "pgque_")); !strings.Contains(out, want) {
 		t.Errorf("--off output %q lacks %q", out, want)
 	}
 }

@@ -5,8 +5,10 @@
 // (pgque.start() / pgque.stop()). When it is another database, this package
 // connects there with the same credentials and schedules each job with
 // cron.schedule_in_database(..., <engine db>). Either way the job set comes
-// from the engine: pgque.cron_jobs(<pg_cron version>), and the job names are
-// 'pgque_<what>@<engine db>' so that exactly our jobs can be found and removed.
+// from the engine: pgque.cron_jobs(<pg_cron version>), and which jobs are
+// ours is the engine's answer too: pgque.cron_job_names(), matched exactly
+// (database names may hold '_' and '%', so never with LIKE). Every caller
+// that needs our jobs (tick, status, uninstall) asks [OurJobNames].
 package cron
 
 import (
@@ -18,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -26,41 +29,55 @@ import (
 
 // Named queries: every statement this package runs.
 const (
-	// qPreload lists the preloaded libraries; superuser or pg_read_all_settings only.
-	qPreload = `SHOW shared_preload_libraries`
-	// qCronDatabase reads cron.database_name (SQLSTATE 42704 when pg_cron is not loaded).
-	qCronDatabase = `SHOW cron.database_name`
+	// qCanReadSettings: superuser or pg_read_all_settings, who may read
+	// shared_preload_libraries and cron.database_name. Asked first, so that
+	// Detect raises no error and can run inside the caller's transaction.
+	qCanReadSettings = `SELECT coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)
+	                           OR pg_has_role(current_user, 'pg_read_all_settings', 'USAGE')`
+	// qPreload lists the preloaded libraries.
+	qPreload = `SELECT current_setting('shared_preload_libraries')`
+	// qCronDatabase reads cron.database_name (NULL when pg_cron is not loaded).
+	qCronDatabase = `SELECT current_setting('cron.database_name', true)`
 	// qCurrentDB names the engine database and the role we act as.
 	qCurrentDB = `SELECT current_database(), current_user`
 	// qExtVersion is pg_cron's extension version in the database we are connected to.
 	qExtVersion = `SELECT extversion FROM pg_extension WHERE extname = 'pg_cron'`
 	// qCronUsage says whether we may use schema cron.
 	qCronUsage = `SELECT has_schema_privilege('cron', 'USAGE')`
+	// qCronExecute lists the pg_cron functions registering needs that the
+	// role may not execute (pg_cron revokes schedule_in_database from PUBLIC).
+	qCronExecute = `SELECT p.oid::regprocedure::text
+	                  FROM pg_proc p
+	                 WHERE p.pronamespace = 'cron'::regnamespace
+	                   AND p.proname = ANY ($1::text[])
+	                   AND NOT has_function_privilege(p.oid, 'EXECUTE')
+	                 ORDER BY 1`
 	// qEngineJobs is the job set the engine wants for a pg_cron version.
 	// run_in_cron_db: the command belongs to the cron database (the purge of
 	// cron.job_run_details), not to the engine's.
 	qEngineJobs = `SELECT jobname, schedule, command, run_in_cron_db FROM pgque.cron_jobs($1) ORDER BY jobname`
+	// qOurJobNames: every job name that is the engine's in this database
+	// (the engine owns the answer; matched exactly, never with LIKE).
+	qOurJobNames = `SELECT pgque.cron_job_names()`
 	// qSetCronVersion sizes ticker_loop()'s slot to the schedule pg_cron can
-	// run (start() does it itself when cron lives in the engine database).
+	// run and lets the loop run (start() does it itself when cron lives in
+	// the engine database).
 	qSetCronVersion = `SELECT pgque.set_cron_version($1)`
-	// qStart / qStop register / remove the jobs when pg_cron lives in the engine database.
+	// qStart / qStop register / remove the jobs when pg_cron lives in the
+	// engine database; qStop also tells running ticker_loop()s to end
+	// (wherever pg_cron lives).
 	qStart = `SELECT pgque.start()`
 	qStop  = `SELECT pgque.stop()`
 	// qSchedule registers (or updates, same name and user) a job in another database.
 	qSchedule = `SELECT cron.schedule_in_database($1, $2, $3, $4)`
 	// qUnschedule removes one job by id.
 	qUnschedule = `SELECT cron.unschedule($1::bigint)`
-	// QueryOurJobs lists the jobs named 'pgque_<what>@<db>' (ours for that
-	// database). pg_cron stores job names as type name (63 bytes): a long
-	// database name arrives truncated, so a 63-byte name whose database part
-	// is a prefix of <db> is ours too.
-	QueryOurJobs = `SELECT jobid, jobname, schedule, command, database, active
-	              FROM (SELECT j.*, substring(j.jobname FROM '@(.*)$') AS jobdb FROM cron.job j) j
-	             WHERE left(jobname, 6) = 'pgque_'
-	               AND (jobdb = $1::text OR (octet_length(jobname) = 63 AND starts_with($1::text, jobdb)))
-	             ORDER BY jobname`
-	// qOurJobs: uninstall (internal/install) should match jobs the same way.
-	qOurJobs = QueryOurJobs
+	// QueryJobsNamed lists the cron.job rows whose names are in $1 (the
+	// engine's cron_job_names()). Runs in the cron database.
+	QueryJobsNamed = `SELECT jobid, jobname, schedule, command, database, active
+	                    FROM cron.job
+	                   WHERE jobname::text = ANY ($1::text[])
+	                   ORDER BY jobname`
 	// qHasEngine says whether schema pgque exists (stop() can be called).
 	qHasEngine = `SELECT to_regnamespace('pgque') IS NOT NULL`
 )
@@ -73,6 +90,8 @@ var (
 	ErrNoExtension = errors.New("pg_cron is loaded but its extension is not created in the cron database")
 	// ErrNoUsage: our role may not use schema cron.
 	ErrNoUsage = errors.New("permission denied for schema cron")
+	// ErrNoExecute: our role may not execute a pg_cron function registering needs.
+	ErrNoExecute = errors.New("permission denied for a pg_cron function")
 )
 
 // Info describes pg_cron as seen from the engine database.
@@ -91,6 +110,9 @@ type Info struct {
 	SameDatabase bool
 	// Usage: the role has USAGE on schema cron (meaningful when Version != "").
 	Usage bool
+	// NoExecute lists the pg_cron functions registering and removing jobs
+	// needs that the role may not execute (regprocedure signatures).
+	NoExecute []string `json:",omitempty"`
 }
 
 // Job is one pg_cron job.
@@ -120,24 +142,30 @@ func Detect(ctx context.Context, engine *pgx.Conn) (Info, error) {
 	defer cancel()
 	var info Info
 	if err := engine.QueryRow(ctx, qCurrentDB).Scan(&info.EngineDB, &info.User); err != nil {
-		return info, fmt.Errorf("reading the current database: %w", err)
+		return info, fmt.Errorf("reading the current database: %w", db.MapError(err))
 	}
-	var libs string
-	err := engine.QueryRow(ctx, qPreload).Scan(&libs)
-	switch {
-	case err == nil:
-		info.Loaded = preloaded(libs)
-		if !info.Loaded {
+	var canRead bool
+	if err := engine.QueryRow(ctx, qCanReadSettings).Scan(&canRead); err != nil {
+		return info, fmt.Errorf("checking whether settings are readable: %w", db.MapError(err))
+	}
+	if canRead {
+		var libs string
+		if err := engine.QueryRow(ctx, qPreload).Scan(&libs); err != nil {
+			return info, fmt.Errorf("reading shared_preload_libraries: %w", db.MapError(err))
+		}
+		if info.Loaded = preloaded(libs); !info.Loaded {
 			return info, nil
 		}
-		if err := engine.QueryRow(ctx, qCronDatabase).Scan(&info.Database); err != nil {
-			if isCode(err, "42704") { // listed, but the GUC is not there: not loaded after all
-				info.Loaded = false
-				return info, nil
-			}
-			return info, fmt.Errorf("reading cron.database_name: %w", err)
+		var name *string
+		if err := engine.QueryRow(ctx, qCronDatabase).Scan(&name); err != nil {
+			return info, fmt.Errorf("reading cron.database_name: %w", db.MapError(err))
 		}
-	case isCode(err, "42501"):
+		if name == nil { // listed, but the setting is not there: not loaded after all
+			info.Loaded = false
+			return info, nil
+		}
+		info.Database = *name
+	} else {
 		// Without pg_read_all_settings neither setting is visible: find the
 		// extension instead, here or in pg_cron's default database.
 		if err := findCronDB(ctx, engine, &info); err != nil {
@@ -146,25 +174,48 @@ func Detect(ctx context.Context, engine *pgx.Conn) (Info, error) {
 		if !info.Loaded {
 			return info, nil
 		}
-	default:
-		return info, fmt.Errorf("reading shared_preload_libraries: %w", err)
 	}
 	info.SameDatabase = info.Database == info.EngineDB
-	err = inCronDB(ctx, engine, info, func(c *pgx.Conn) error {
+	err := inCronDB(ctx, engine, info, func(c *pgx.Conn) error {
 		err := c.QueryRow(ctx, qExtVersion).Scan(&info.Version)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading pg_cron's version: %w", err)
+			return fmt.Errorf("reading pg_cron's version: %w", db.MapError(err))
 		}
-		return c.QueryRow(ctx, qCronUsage).Scan(&info.Usage)
+		if err := c.QueryRow(ctx, qCronUsage).Scan(&info.Usage); err != nil {
+			return fmt.Errorf("checking USAGE on schema cron: %w", db.MapError(err))
+		}
+		if !info.Usage {
+			return nil
+		}
+		rows, err := c.Query(ctx, qCronExecute, info.neededFunctions())
+		if err != nil {
+			return fmt.Errorf("checking EXECUTE on pg_cron's functions: %w", db.MapError(err))
+		}
+		info.NoExecute, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("checking EXECUTE on pg_cron's functions: %w", db.MapError(err))
+		}
+		return nil
 	})
 	return info, err
 }
 
+// neededFunctions names the pg_cron functions registering and removing our
+// jobs calls: cron.schedule in the engine database (pgque.start()), or
+// cron.schedule_in_database from another one; cron.unschedule either way.
+func (i Info) neededFunctions() []string {
+	if i.SameDatabase {
+		return []string{"schedule", "unschedule"}
+	}
+	return []string{"schedule_in_database", "unschedule"}
+}
+
 // StoredName is a job name as pg_cron stores it: clipped to 63 bytes (its
-// jobname column is of type name), at a character boundary.
+// jobname column is of type name), at a character boundary. The engine's
+// names (cron_job_names) always fit.
 func StoredName(n string) string {
 	const maxName = 63
 	if len(n) <= maxName {
@@ -190,7 +241,7 @@ func findCronDB(ctx context.Context, engine *pgx.Conn, info *Info) error {
 		return nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("looking for pg_cron: %w", err)
+		return fmt.Errorf("looking for pg_cron: %w", db.MapError(err))
 	}
 	if info.EngineDB == DefaultCronDB {
 		return nil
@@ -218,7 +269,7 @@ func preloaded(libs string) bool {
 }
 
 // Check turns an Info into the error a user should see, or nil when jobs can
-// be registered.
+// be registered and removed.
 func (i Info) Check() error {
 	switch {
 	case !i.Loaded:
@@ -229,17 +280,24 @@ func (i Info) Check() error {
 	case !i.Usage:
 		return fmt.Errorf("%w (role %q): ask a superuser to run `GRANT USAGE ON SCHEMA cron TO %s` in database %q",
 			ErrNoUsage, i.User, pgx.Identifier{i.User}.Sanitize(), i.Database)
+	case len(i.NoExecute) > 0:
+		grants := make([]string, len(i.NoExecute))
+		for n, f := range i.NoExecute {
+			grants[n] = fmt.Sprintf("GRANT EXECUTE ON FUNCTION %s TO %s;", f, pgx.Identifier{i.User}.Sanitize())
+		}
+		return fmt.Errorf("%w (role %q may not execute %s): ask a superuser to run `%s` in database %q, or use `pgquectl tick --run --hz N` (ticker daemon)",
+			ErrNoExecute, i.User, strings.Join(i.NoExecute, ", "), strings.Join(grants, " "), i.Database)
 	}
 	return nil
 }
 
 // Planned returns the jobs the engine wants for the detected pg_cron version.
-func Planned(ctx context.Context, engine *pgx.Conn, info Info) ([]Job, error) {
+func Planned(ctx context.Context, engine Querier, info Info) ([]Job, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	rows, err := engine.Query(ctx, qEngineJobs, info.Version)
 	if err != nil {
-		return nil, fmt.Errorf("reading the job set from pgque.cron_jobs(%q): %w (is the engine installed? run `pgquectl install`)", info.Version, err)
+		return nil, fmt.Errorf("reading the job set from pgque.cron_jobs(%q): %w", info.Version, db.MapError(err))
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
 		j := Job{Database: info.EngineDB, Active: true}
@@ -251,57 +309,92 @@ func Planned(ctx context.Context, engine *pgx.Conn, info Info) ([]Job, error) {
 		return j, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading the job set from pgque.cron_jobs(%q): %w", info.Version, err)
+		return nil, fmt.Errorf("reading the job set from pgque.cron_jobs(%q): %w", info.Version, db.MapError(err))
 	}
 	return jobs, nil
 }
 
-// Register detects pg_cron and (re)registers the engine's jobs. Registering
-// again is idempotent: jobs keep their ids and are updated in place, and
-// jobs of ours that the engine no longer wants are removed. It returns the
-// jobs registered, as read back from cron.job.
+// OurJobNames asks the engine (pgque.cron_job_names()) which pg_cron job
+// names are this database's: the one answer every caller matches exactly.
+func OurJobNames(ctx context.Context, engine Querier) ([]string, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	var names []string
+	if err := engine.QueryRow(ctx, qOurJobNames).Scan(&names); err != nil {
+		return nil, fmt.Errorf("asking the engine for its pg_cron job names (pgque.cron_job_names()): %w", db.MapError(err))
+	}
+	return names, nil
+}
+
+// Register detects pg_cron and (re)registers the engine's jobs, all or
+// nothing. Registering again is idempotent: jobs keep their ids and are
+// updated in place, and jobs of ours that the engine no longer wants are
+// removed. It returns the jobs registered, as read back from cron.job.
 func Register(ctx context.Context, engine *pgx.Conn) (Info, []Job, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
-	info, err := Detect(ctx, engine)
+	var info Info
+	var jobs []Job
+	err := pgx.BeginFunc(ctx, engine, func(tx pgx.Tx) error {
+		var err error
+		info, jobs, err = RegisterTx(ctx, tx)
+		return err
+	})
+	return info, jobs, err
+}
+
+// RegisterTx is Register inside the caller's transaction on the engine
+// database, so that settings changed in it and the jobs commit together:
+// when pg_cron lives in the engine database everything happens in tx; when
+// it lives elsewhere the jobs are scheduled there (one transaction) before
+// this returns, and a failure there returns an error for the caller to roll
+// tx back.
+func RegisterTx(ctx context.Context, tx pgx.Tx) (Info, []Job, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	info, err := Detect(ctx, tx.Conn())
 	if err != nil {
 		return info, nil, err
 	}
 	if err := info.Check(); err != nil {
 		return info, nil, err
 	}
-	want, err := Planned(ctx, engine, info)
+	want, err := Planned(ctx, tx, info)
+	if err != nil {
+		return info, nil, err
+	}
+	names, err := OurJobNames(ctx, tx)
 	if err != nil {
 		return info, nil, err
 	}
 	if info.SameDatabase {
-		if _, err := engine.Exec(ctx, qStart); err != nil {
+		if _, err := tx.Exec(ctx, qStart); err != nil {
 			return info, nil, fmt.Errorf("registering the pg_cron jobs with pgque.start(): %w", cronHint(err, info))
 		}
-		jobs, err := Jobs(ctx, engine, info)
+		jobs, err := jobsNamed(ctx, tx, names)
 		return info, jobs, err
 	}
-	if _, err := engine.Exec(ctx, qSetCronVersion, info.Version); err != nil {
-		return info, nil, fmt.Errorf("sizing the ticker loop's slot with pgque.set_cron_version(%q): %w", info.Version, err)
+	if _, err := tx.Exec(ctx, qSetCronVersion, info.Version); err != nil {
+		return info, nil, fmt.Errorf("sizing the ticker loop's slot with pgque.set_cron_version(%q): %w", info.Version, db.MapError(err))
 	}
 	var jobs []Job
-	err = inCronDB(ctx, engine, info, func(c *pgx.Conn) error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+	err = inCronDB(ctx, tx.Conn(), info, func(c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(ctx2 pgx.Tx) error {
 			for _, j := range want {
-				if _, err := tx.Exec(ctx, qSchedule, j.Name, j.Schedule, j.Command, j.Database); err != nil {
+				if _, err := ctx2.Exec(ctx, qSchedule, j.Name, j.Schedule, j.Command, j.Database); err != nil {
 					return fmt.Errorf("scheduling %s in database %q: %w", j.Name, info.Database, cronHint(err, info))
 				}
 			}
-			have, err := ourJobs(ctx, tx, info.EngineDB)
+			have, err := jobsNamed(ctx, ctx2, names)
 			if err != nil {
 				return err
 			}
 			for _, h := range have {
-				if slices.ContainsFunc(want, func(w Job) bool { return StoredName(w.Name) == h.Name }) {
+				if slices.ContainsFunc(want, func(w Job) bool { return w.Name == h.Name }) {
 					jobs = append(jobs, h)
 					continue
 				}
-				if _, err := tx.Exec(ctx, qUnschedule, h.ID); err != nil {
+				if _, err := ctx2.Exec(ctx, qUnschedule, h.ID); err != nil {
 					return fmt.Errorf("removing stale job %s: %w", h.Name, cronHint(err, info))
 				}
 			}
@@ -314,47 +407,58 @@ func Register(ctx context.Context, engine *pgx.Conn) (Info, []Job, error) {
 	return info, jobs, nil
 }
 
-// Unregister removes exactly our jobs (named 'pgque_%@<engine db>') and
-// returns how many there were. Without pg_cron it removes nothing.
+// Unregister stops ticking through pg_cron, all or nothing: it tells running
+// ticker_loop()s to end within a round (pgque.stop() sets
+// ticker_loop_enabled = false) and removes exactly our jobs (names from
+// pgque.cron_job_names()). It returns how many jobs there were. Without
+// pg_cron it only stops running loops.
 func Unregister(ctx context.Context, engine *pgx.Conn) (int, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
+	if !hasEngine(ctx, engine) {
+		return 0, fmt.Errorf("cannot tell which pg_cron jobs are ours: %w", db.ErrNotInstalled)
+	}
 	info, err := Detect(ctx, engine)
 	if err != nil {
 		return 0, err
 	}
-	if !info.Loaded || info.Version == "" {
-		return 0, nil
+	cronHere := info.Loaded && info.Version != ""
+	if cronHere {
+		if err := info.Check(); err != nil {
+			return 0, err
+		}
 	}
-	if !info.Usage {
-		return 0, info.Check()
-	}
-	before, err := Jobs(ctx, engine, info)
+	names, err := OurJobNames(ctx, engine)
 	if err != nil {
 		return 0, err
 	}
-	if info.SameDatabase && hasEngine(ctx, engine) {
-		if _, err := engine.Exec(ctx, qStop); err != nil {
-			return 0, fmt.Errorf("removing the pg_cron jobs with pgque.stop(): %w", cronHint(err, info))
+	n := 0
+	err = pgx.BeginFunc(ctx, engine, func(tx pgx.Tx) error {
+		// stop() removes the jobs itself when pg_cron lives here.
+		if err := tx.QueryRow(ctx, qStop).Scan(&n); err != nil {
+			return fmt.Errorf("stopping the ticker loop with pgque.stop(): %w", cronHint(err, info))
 		}
-	}
-	// Whatever stop() left (or every job, when cron lives elsewhere).
-	err = inCronDB(ctx, engine, info, func(c *pgx.Conn) error {
-		have, err := ourJobs(ctx, c, info.EngineDB)
-		if err != nil {
-			return err
+		if !cronHere || info.SameDatabase {
+			return nil
 		}
-		for _, h := range have {
-			if _, err := c.Exec(ctx, qUnschedule, h.ID); err != nil {
-				return fmt.Errorf("removing job %s: %w", h.Name, cronHint(err, info))
+		return inCronDB(ctx, engine, info, func(c *pgx.Conn) error {
+			have, err := jobsNamed(ctx, c, names)
+			if err != nil {
+				return err
 			}
-		}
-		return nil
+			for _, h := range have {
+				if _, err := c.Exec(ctx, qUnschedule, h.ID); err != nil {
+					return fmt.Errorf("removing job %s: %w", h.Name, cronHint(err, info))
+				}
+				n++
+			}
+			return nil
+		})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("removing the pg_cron jobs: %w", err)
+		return 0, fmt.Errorf("stopping ticking through pg_cron: %w", err)
 	}
-	return len(before), nil
+	return n, nil
 }
 
 // Jobs lists our registered jobs for the engine database.
@@ -364,30 +468,37 @@ func Jobs(ctx context.Context, engine *pgx.Conn, info Info) ([]Job, error) {
 	if !info.Loaded || info.Version == "" || !info.Usage {
 		return nil, nil
 	}
+	names, err := OurJobNames(ctx, engine)
+	if err != nil {
+		return nil, err
+	}
 	var jobs []Job
-	err := inCronDB(ctx, engine, info, func(c *pgx.Conn) error {
+	err = inCronDB(ctx, engine, info, func(c *pgx.Conn) error {
 		var err error
-		jobs, err = ourJobs(ctx, c, info.EngineDB)
+		jobs, err = jobsNamed(ctx, c, names)
 		return err
 	})
 	return jobs, err
 }
 
-type querier interface {
+// Querier is what reading needs: a connection or a transaction.
+type Querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-func ourJobs(ctx context.Context, q querier, engineDB string) ([]Job, error) {
-	rows, err := q.Query(ctx, qOurJobs, engineDB)
+// jobsNamed lists the cron.job rows named in names (run in the cron database).
+func jobsNamed(ctx context.Context, q Querier, names []string) ([]Job, error) {
+	rows, err := q.Query(ctx, QueryJobsNamed, names)
 	if err != nil {
-		return nil, fmt.Errorf("listing our jobs in cron.job: %w", err)
+		return nil, fmt.Errorf("listing our jobs in cron.job: %w", db.MapError(err))
 	}
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) {
 		var j Job
 		return j, r.Scan(&j.ID, &j.Name, &j.Schedule, &j.Command, &j.Database, &j.Active)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("listing our jobs in cron.job: %w", err)
+		return nil, fmt.Errorf("listing our jobs in cron.job: %w", db.MapError(err))
 	}
 	return jobs, nil
 }
@@ -401,7 +512,7 @@ func inCronDB(ctx context.Context, engine *pgx.Conn, info Info, fn func(*pgx.Con
 	}
 	c, err := db.ConnectToDatabase(ctx, engine, info.Database)
 	if err != nil {
-		return fmt.Errorf("connecting to the pg_cron database %q with the same credentials: %w (the role needs CONNECT on it)", info.Database, err)
+		return fmt.Errorf("connecting to the pg_cron database %q with the same credentials: %w (the role needs CONNECT on it)", info.Database, db.MapError(err))
 	}
 	defer c.Close(context.WithoutCancel(ctx))
 	return fn(c)
@@ -418,11 +529,13 @@ func isCode(err error, code string) bool {
 	return errors.As(err, &pe) && pe.Code == code
 }
 
-// cronHint adds the next step to permission errors.
+// cronHint maps err and, for a permission error, names the grant to ask for.
 func cronHint(err error, info Info) error {
-	if isCode(err, "42501") {
-		return fmt.Errorf("%w (ask a superuser to run `GRANT USAGE ON SCHEMA cron TO %s` in database %q)",
-			err, pgx.Identifier{info.User}.Sanitize(), info.Database)
+	if isCode(err, pgerrcode.InsufficientPrivilege) {
+		if e := info.Check(); e != nil {
+			return fmt.Errorf("%w (%v)", db.MapError(err), e)
+		}
+		return fmt.Errorf("%w (ask a superuser for EXECUTE on the pg_cron function named above, in database %q)", db.MapError(err), info.Database)
 	}
-	return err
+	return db.MapError(err)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgquectl/pgquectl/internal/cron"
 	"github.com/pgquectl/pgquectl/internal/db"
 )
 
@@ -95,20 +96,10 @@ const (
          WHERE q.queue_name = i.queue_name)
   FROM pgque.get_queue_info() i
  ORDER BY i.queue_name`
-	// sqlCronDatabase is NULL when pg_cron is not loaded.
-	sqlCronDatabase = `SELECT current_setting('cron.database_name', true)`
-	sqlHasCronJobs  = `SELECT to_regclass('cron.job') IS NOT NULL`
-	// sqlCronJobs lists the engine's jobs for database $1. Their names are
-	// 'pgque_<what>@<db>', which pg_cron truncates to 63 bytes (type name):
-	// match the full suffix, a job running in $1, or a truncated name whose
-	// database part is a prefix of $1.
-	sqlCronJobs = `SELECT jobid, jobname FROM cron.job
- WHERE jobname LIKE 'pgque\_%'
-   AND (database = $1
-        OR right(jobname, length($1) + 1) = '@' || $1
-        OR (octet_length(jobname) = 63 AND strpos(jobname, '@') > 0
-            AND starts_with('@' || $1, substr(jobname, strpos(jobname, '@')))))
- ORDER BY jobid`
+	sqlHasCronJobs = `SELECT to_regclass('cron.job') IS NOT NULL`
+	// sqlCronJobs lists the engine's jobs: the names in $1, which the engine
+	// gives (pgque.cron_job_names(), internal/cron), matched exactly.
+	sqlCronJobs       = `SELECT jobid, jobname FROM cron.job WHERE jobname::text = ANY ($1::text[]) ORDER BY jobid`
 	sqlCronUnschedule = `SELECT cron.unschedule($1::bigint)`
 	sqlRevokeDatabase = `REVOKE ALL ON DATABASE %s FROM pgque_admin, pgque_writer, pgque_reader`
 	sqlExistingRoles  = `SELECT count(*) FROM pg_roles WHERE rolname = ANY($1)`
@@ -163,6 +154,13 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (Unin
 		}
 	}
 
+	// Which jobs are ours is the engine's answer: ask before dropping it.
+	var names []string
+	if res.SchemaDropped {
+		if names, err = cron.OurJobNames(ctx, tx); err != nil {
+			return res, err
+		}
+	}
 	cronDB, err := cronDatabase(ctx, tx)
 	if err != nil {
 		return res, err
@@ -170,13 +168,13 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (Unin
 	remote := cronDB != "" && cronDB != res.Database
 	var jobs []cronJob
 	if cronDB == res.Database {
-		if jobs, err = listCronJobs(ctx, tx, res.Database); err != nil {
+		if jobs, err = listCronJobs(ctx, tx, names); err != nil {
 			return res, err
 		}
 	}
 
 	if opts.DryRun {
-		return res, dryRunUninstall(ctx, conn, &res, sc, cronDB, jobs, opts)
+		return res, dryRunUninstall(ctx, conn, &res, sc, cronDB, names, jobs, opts)
 	}
 
 	if res.SchemaDropped {
@@ -187,7 +185,7 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (Unin
 	}
 	// Jobs in this database that pgque.stop() (run by the script) left.
 	if cronDB == res.Database {
-		if jobs, err = listCronJobs(ctx, tx, res.Database); err != nil {
+		if jobs, err = listCronJobs(ctx, tx, names); err != nil {
 			return res, err
 		}
 		if err := unschedule(ctx, tx, jobs, cronDB, &res); err != nil {
@@ -201,7 +199,7 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (Unin
 		res.RolesDropped = true
 	}
 	if remote {
-		if err := removeRemoteCronJobs(ctx, conn, cronDB, &res, log); err != nil {
+		if err := removeRemoteCronJobs(ctx, conn, cronDB, names, &res, log); err != nil {
 			if !opts.Force {
 				return res, err
 			}
@@ -257,16 +255,17 @@ func checkPending(ctx context.Context, tx pgx.Tx) error {
 }
 
 // cronDatabase returns the database pg_cron keeps its jobs in, "" when
-// pg_cron is not loaded.
-func cronDatabase(ctx context.Context, q Querier) (string, error) {
-	var name *string
-	if err := q.QueryRow(ctx, sqlCronDatabase).Scan(&name); err != nil {
-		return "", fmt.Errorf("reading cron.database_name: %w", db.MapError(err))
+// pg_cron is not loaded. Like install and tick it works without
+// pg_read_all_settings (internal/cron finds the extension instead).
+func cronDatabase(ctx context.Context, tx pgx.Tx) (string, error) {
+	info, err := cron.Detect(ctx, tx.Conn())
+	if err != nil {
+		return "", fmt.Errorf("looking for pg_cron: %w", err)
 	}
-	if name == nil {
+	if !info.Loaded {
 		return "", nil
 	}
-	return *name, nil
+	return info.Database, nil
 }
 
 // querier is what listing and removing cron jobs needs.
@@ -276,9 +275,12 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// listCronJobs lists the engine's jobs for engineDB in the cron database q
-// is connected to (none when pg_cron is not installed there).
-func listCronJobs(ctx context.Context, q querier, engineDB string) ([]cronJob, error) {
+// listCronJobs lists the engine's jobs (named in names) in the cron
+// database q is connected to (none when pg_cron is not installed there).
+func listCronJobs(ctx context.Context, q querier, names []string) ([]cronJob, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
 	var has bool
 	if err := q.QueryRow(ctx, sqlHasCronJobs).Scan(&has); err != nil {
 		return nil, fmt.Errorf("looking for cron.job: %w", db.MapError(err))
@@ -286,7 +288,7 @@ func listCronJobs(ctx context.Context, q querier, engineDB string) ([]cronJob, e
 	if !has {
 		return nil, nil
 	}
-	rows, err := q.Query(ctx, sqlCronJobs, engineDB)
+	rows, err := q.Query(ctx, sqlCronJobs, names)
 	if err != nil {
 		return nil, fmt.Errorf("listing pg_cron jobs: %w", db.MapError(err))
 	}
@@ -312,15 +314,15 @@ func unschedule(ctx context.Context, q querier, jobs []cronJob, cronDB string, r
 
 // removeRemoteCronJobs removes the engine's jobs from the cron database when
 // it is not this one: a connection with the same credentials to cronDB.
-func removeRemoteCronJobs(ctx context.Context, conn *pgx.Conn, cronDB string, res *UninstallResult, log *slog.Logger) error {
+func removeRemoteCronJobs(ctx context.Context, conn *pgx.Conn, cronDB string, names []string, res *UninstallResult, log *slog.Logger) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cc, err := db.ConnectToDatabase(cctx, conn, cronDB)
 	if err != nil {
-		return fmt.Errorf("connecting to pg_cron's database %q to remove the engine's jobs: %w; remove them there by hand (SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname LIKE 'pgque%%@%s'), or pass --force", cronDB, err, res.Database)
+		return fmt.Errorf("connecting to pg_cron's database %q to remove the engine's jobs: %w; remove them there by hand (SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = ANY (%s)), or pass --force", cronDB, err, sqlTextArray(names))
 	}
 	defer cc.Close(context.WithoutCancel(ctx))
-	jobs, err := listCronJobs(cctx, cc, res.Database)
+	jobs, err := listCronJobs(cctx, cc, names)
 	if err != nil {
 		return err
 	}
@@ -360,7 +362,7 @@ func dropRoles(ctx context.Context, tx pgx.Tx, database string) error {
 }
 
 // dryRunUninstall writes what Uninstall would run.
-func dryRunUninstall(ctx context.Context, conn *pgx.Conn, res *UninstallResult, sc script, cronDB string, jobs []cronJob, opts UninstallOptions) error {
+func dryRunUninstall(ctx context.Context, conn *pgx.Conn, res *UninstallResult, sc script, cronDB string, names []string, jobs []cronJob, opts UninstallOptions) error {
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
@@ -380,7 +382,7 @@ func dryRunUninstall(ctx context.Context, conn *pgx.Conn, res *UninstallResult, 
 		if cc, err := db.ConnectToDatabase(cctx, conn, cronDB); err != nil {
 			fmt.Fprintf(out, "-- (cannot connect to list the jobs: %v)\n", err)
 		} else {
-			jobs, err = listCronJobs(cctx, cc, res.Database)
+			jobs, err = listCronJobs(cctx, cc, names)
 			cc.Close(context.WithoutCancel(ctx))
 			if err != nil {
 				fmt.Fprintf(out, "-- (cannot list the jobs: %v)\n", err)
@@ -408,4 +410,13 @@ func (s script) where(err error) string {
 		}
 	}
 	return ""
+}
+
+// sqlTextArray writes names as an SQL text[] literal (a hint that pastes).
+func sqlTextArray(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + strings.ReplaceAll(n, "'", "''") + "'"
+	}
+	return "ARRAY[" + strings.Join(q, ", ") + "]"
 }

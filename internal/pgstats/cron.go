@@ -3,7 +3,6 @@ package pgstats
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,7 +118,8 @@ type CronJob struct {
 // flat however large the history grows.
 const CronRunScanLimit = 20000
 
-// QueryCronJobs reads the jobs whose name matches $1 (a LIKE pattern) and
+// QueryCronJobs reads the jobs named in $1 (exact names: the engine's
+// pgque.cron_job_names(), see internal/cron.OurJobNames) and
 // summarizes their runs among the newest $3 rows, counting those that
 // started within the last $2 seconds. Runs in the cron database.
 const QueryCronJobs = `
@@ -148,20 +148,14 @@ SELECT j.jobid, coalesce(j.jobname::text, ''), j.schedule, j.command, j.database
                       ORDER BY r.runid DESC LIMIT 1) s ON true
   LEFT JOIN LATERAL (SELECT * FROM recent r WHERE r.jobid = j.jobid AND r.status = 'failed'
                       ORDER BY r.runid DESC LIMIT 1) f ON true
- WHERE j.jobname LIKE $1
+ WHERE j.jobname::text = ANY ($1::text[])
  ORDER BY j.jobname, j.jobid`
 
-// CronJobPattern is the LIKE pattern of the jobs the engine schedules for
-// engineDB: 'pgque_<what>@<engineDB>'.
-func CronJobPattern(engineDB string) string {
-	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
-	return `pgque\_%@` + esc.Replace(engineDB)
-}
-
-// CronJobs reads the jobs matching pattern (see [CronJobPattern]) with their
-// runs in the last window. Must run in the cron database. pg_cron's
-// row-level security shows a non-superuser only the jobs it owns.
-func CronJobs(ctx context.Context, q Querier, pattern string, window time.Duration) ([]CronJob, error) {
+// CronJobs reads the jobs named in names (the engine's answer to "which
+// jobs are ours", internal/cron.OurJobNames) with their runs in the last
+// window. Must run in the cron database. pg_cron's row-level security shows
+// a non-superuser only the jobs it owns.
+func CronJobs(ctx context.Context, q Querier, names []string, window time.Duration) ([]CronJob, error) {
 	return queryAll(ctx, q, "reading pg_cron jobs", QueryCronJobs,
 		func(row pgx.CollectableRow) (CronJob, error) {
 			var j CronJob
@@ -170,7 +164,7 @@ func CronJobs(ctx context.Context, q Querier, pattern string, window time.Durati
 				&j.LastStatus, &j.LastMessage, &j.LastStart, &j.LastEnd,
 				&j.LastSuccessEnd, &j.LastFailureStart, &j.LastFailureMessage)
 			return j, err
-		}, pattern, window.Seconds(), CronRunScanLimit)
+		}, names, window.Seconds(), CronRunScanLimit)
 }
 
 // QueryCronRunning counts runs of any job in progress (among the newest

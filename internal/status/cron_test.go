@@ -75,7 +75,7 @@ func TestCronFailedRunCrit(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t)
 	exec(t, s.conn, sqlFailingFunc)
-	jobID, name, cron := cronJob(t, s, "fail", "0 0 1 1 *", failingCommand)
+	jobID, name, cron := cronJob(t, s, "maint", "0 0 1 1 *", failingCommand) // one of cron_job_names()
 	c := collector(t, s.dsn, s.th, 0)
 
 	j := check(t, collect(t, c), "cron job "+name)
@@ -122,7 +122,7 @@ func TestCronFailedRunCritLive(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t)
 	exec(t, s.conn, sqlFailingFunc)
-	_, name, _ := cronJob(t, s, "fail_live", "* * * * *", failingCommand)
+	_, name, _ := cronJob(t, s, "retry", "* * * * *", failingCommand) // one of cron_job_names()
 	c := collector(t, s.dsn, s.th, 0)
 	var j status.Check
 	for deadline := time.Now().Add(150 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgquectl/pgquectl/internal/config"
+	"github.com/pgquectl/pgquectl/internal/cron"
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/locks"
 	"github.com/pgquectl/pgquectl/internal/pgstats"
@@ -468,7 +469,13 @@ func (c *Collector) cron(ctx context.Context, r *Report) {
 		})
 		return
 	}
-	jobs, err := pgstats.CronJobs(qctx, cronConn, pgstats.CronJobPattern(r.Session.Database), r.Thresholds.CronWindow)
+	// Which jobs are ours is the engine's answer (exact names).
+	names, err := cron.OurJobNames(qctx, c.conn)
+	if err != nil {
+		cs.Problems = appendProblem(cs.Problems, "pgque.cron_job_names()", err, r)
+		return
+	}
+	jobs, err := pgstats.CronJobs(qctx, cronConn, names, r.Thresholds.CronWindow)
 	if err != nil {
 		cs.Problems = appendProblem(cs.Problems, "cron.job / cron.job_run_details", err, r)
 		return

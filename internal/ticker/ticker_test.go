@@ -256,20 +256,6 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
-func TestDerivedRotation(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct{ period, want time.Duration }{
-		{time.Millisecond, time.Second},
-		{10 * time.Millisecond, 3 * time.Second},
-		{100 * time.Millisecond, 30 * time.Second},
-		{time.Second, 30 * time.Second},
-	} {
-		if got := ticker.DerivedRotation(c.period); got != c.want {
-			t.Errorf("DerivedRotation(%s) = %s, want %s", c.period, got, c.want)
-		}
-	}
-}
-
 func TestServeSetsThePeriodAndTicksUntilCancelled(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t)

@@ -1,5 +1,9 @@
 -- pgque.set_setting(i_name, i_value): change an installation setting; NULL
--- resets it to its default. Validates the value; an unknown name raises.
+-- resets it to its default. The value is stored with surrounding whitespace
+-- trimmed, after validation. Errors (nothing is changed): an unknown name
+-- raises SQLSTATE 42704 (undefined_object, the hint lists the known names);
+-- a value that is malformed or out of range raises 22023
+-- (invalid_parameter_value).
 -- Returns: the stored value. Locks: the settings row. Writes: settings.
 -- Called by: pgquectl tick, administrators.
 CREATE OR REPLACE FUNCTION pgque.set_setting(i_name text, i_value text)
@@ -8,11 +12,12 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
-    v_value text := i_value;
+    v_value text := btrim(i_value, E' \t\r\n');
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pgque.settings WHERE name = i_name) THEN
         RAISE EXCEPTION 'pgque: unknown setting "%"', i_name
-            USING HINT = 'Known settings: ' || (SELECT string_agg(name, ', ' ORDER BY name) FROM pgque.settings);
+            USING ERRCODE = 'undefined_object',
+                  HINT = 'Known settings: ' || (SELECT string_agg(name, ', ' ORDER BY name) FROM pgque.settings);
     END IF;
     IF v_value IS NULL THEN
         v_value := CASE i_name
@@ -23,6 +28,8 @@ BEGIN
             WHEN 'ticker_lock_timeout_ms' THEN '20'
             WHEN 'notify_max_queue_usage' THEN '0.001'
             WHEN 'cron_run_retention' THEN '1 day'
+            WHEN 'ticker_loop_enabled' THEN 'true'
+            WHEN 'ticker_debug_round_ms' THEN '0'
         END;
     ELSE
         BEGIN
@@ -45,6 +52,10 @@ BEGIN
                     IF v_value::float8 NOT BETWEEN 0 AND 1 THEN RAISE EXCEPTION 'out of range'; END IF;
                 WHEN 'cron_run_retention' THEN
                     IF v_value::interval < interval '0' THEN RAISE EXCEPTION 'out of range'; END IF;
+                WHEN 'ticker_loop_enabled' THEN
+                    v_value := v_value::boolean::text;
+                WHEN 'ticker_debug_round_ms' THEN
+                    IF v_value::int NOT BETWEEN 0 AND 600000 THEN RAISE EXCEPTION 'out of range'; END IF;
             END CASE;
         EXCEPTION WHEN OTHERS THEN
             RAISE EXCEPTION 'pgque: invalid value "%" for setting "%": %', v_value, i_name, SQLERRM

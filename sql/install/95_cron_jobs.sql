@@ -1,11 +1,14 @@
 -- pgque.cron_jobs(i_cron_version): the pg_cron jobs this engine wants, for a
--- pg_cron version ('1.4.2', '1.6.4', ...). On >= 1.5 the ticker runs in
--- '1 seconds' slots, otherwise in minute slots; ticker_loop() ticks
--- sub-second inside its slot either way. Job names are
--- 'pgque_<what>' || cron_job_suffix() ('@<database>') so several databases
--- can share one pg_cron.
+-- pg_cron version ('1.4.2', '1.6.4', ...). On >= 1.5 two jobs run
+-- ticker_loop() on '1 seconds': one ticks while the other's run waits on the
+-- loop lock to take over the moment the first ends (see ticker_loop), and
+-- pg_cron restarts a job within a second of its run ending. Older versions
+-- have minute schedules only: one ticker job in minute slots, whose next run
+-- pg_cron queues and starts as soon as the running one returns. Job names
+-- are those of cron_job_names() (the one list of names that are ours).
 -- run_in_cron_db: the job's command belongs to the cron database (the purge
--- of pgque's cron.job_run_details rows), not to the engine's.
+-- of pgque's cron.job_run_details rows, by exact job name), not to the
+-- engine's.
 -- Locks: none. Called by: start(), pgquectl tick (internal/cron).
 CREATE OR REPLACE FUNCTION pgque.cron_jobs(i_cron_version text)
 RETURNS TABLE (jobname text, schedule text, command text, run_in_cron_db boolean)
@@ -21,9 +24,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_seconds := (regexp_match(i_cron_version, '^(\d+)\.(\d+)'))::int[] >= ARRAY[1, 5];
-    RETURN QUERY VALUES
+    RETURN QUERY
+    SELECT j.* FROM (VALUES
         ('pgque_ticker' || v_suffix, CASE WHEN v_seconds THEN '1 seconds' ELSE '* * * * *' END,
          'CALL pgque.ticker_loop()', false),
+        ('pgque_ticker_2' || v_suffix, '1 seconds', 'CALL pgque.ticker_loop()', false),
         ('pgque_maint' || v_suffix, CASE WHEN v_seconds THEN '10 seconds' ELSE '* * * * *' END,
          'SELECT pgque.maint()', false),
         ('pgque_retry' || v_suffix, CASE WHEN v_seconds THEN '5 seconds' ELSE '* * * * *' END,
@@ -33,8 +38,9 @@ BEGIN
         ('pgque_rotate_meta' || v_suffix, CASE WHEN v_seconds THEN '5 seconds' ELSE '* * * * *' END,
          'SELECT pgque.rotate_metadata()', false),
         ('pgque_cron_purge' || v_suffix, '17 * * * *',
-         format('DELETE FROM cron.job_run_details d USING cron.job j WHERE d.jobid = j.jobid AND j.jobname LIKE %L AND d.end_time < now() - %L::interval',
-                'pgque\_%' || v_suffix, coalesce(pgque.get_setting('cron_run_retention'), '1 day')),
-         true);
+         format('DELETE FROM cron.job_run_details d USING cron.job j WHERE d.jobid = j.jobid AND j.jobname::text = ANY (%L::text[]) AND d.end_time < now() - %L::interval',
+                pgque.cron_job_names(), coalesce(pgque.get_setting('cron_run_retention'), '1 day')),
+         true)) AS j (jobname, schedule, command, run_in_cron_db)
+     WHERE v_seconds OR j.jobname <> 'pgque_ticker_2' || v_suffix;
 END;
 $$;

@@ -4,84 +4,228 @@
 -- shortest tick period in use (epoch-aligned: no drift; 1 s rounds with
 -- classic thresholds, ticker_classic_loop_ms). Every 200 ms it also rotates
 -- the tick/subscription tables, every second it confirms event-table switches
--- (step 2); each in its own transaction.
--- Slot and handover: a run lasts until the end of its pg_cron slot
--- (ticker_slot_seconds, epoch-aligned) plus ticker_overrun_ms. pg_cron runs
--- one instance of a job at a time and queues the run whose slot passed while
--- this one was still going, starting it as soon as this one returns, so the
--- handover leaves no gap longer than pg_cron's start-up (~10 ms).
--- No SET clause and SECURITY INVOKER: PostgreSQL forbids COMMIT otherwise.
+-- (step 2); each in its own transaction (first 200 ms / 1 s into a run,
+-- so the first round after a handover only ticks).
+-- Liveness: a run ticks only while it holds the session advisory lock
+-- (1885827445, 5) (internal/locks.TickerLoop), from before its first round
+-- until it returns; it unlocks explicitly on its way out. A run that finds
+-- the lock held first warms up (250 ms in: one ticker(), rotate_metadata()
+-- and step 2 call, so its first round after a takeover is not slowed by
+-- compiling them), then waits for the lock in 100 ms lock_timeout steps (a fresh
+-- snapshot each step, so waiting never holds the xmin horizon back), takes
+-- over the moment the holder lets go, and gives up after two slots (pg_cron
+-- starts it again). A ticker daemon standing by sees the lock held.
+-- Slot and handover: a run that holds the lock ticks to the end of its slot
+-- (ticker_slot_seconds, epoch-aligned) plus ticker_overrun_ms (at most half a
+-- slot). pg_cron 1.4 (minute slots, one job): the overrun makes the run end
+-- after pg_cron has queued the next one, which 1.4 starts as soon as this one
+-- returns. pg_cron >= 1.5 (two jobs on '1 seconds', cron_jobs): the other
+-- job's run is already waiting on the lock, so the handover costs the lock
+-- hand-off (milliseconds), not a pg_cron start.
+-- Stop: each round reads ticker_loop_enabled; 'false' (pgque.stop(),
+-- pgquectl tick --off) ends the run - and any run waiting on the lock -
+-- within one round.
+-- Diagnostics: ticker_debug_round_ms > 0 RAISEs LOG for every round slower
+-- than that (from its planned start to the end of its work) with the sleep
+-- overshoot and the time in ticker(), its COMMIT, rotate_metadata() and step
+-- 2; queues skipped on a lock timeout are LOGged by ticker() itself. Off
+-- (0, the default) it costs one integer comparison a round.
+-- Security: runs with the pg_cron job owner's rights (a superuser), SECURITY
+-- INVOKER and without a SET clause (PostgreSQL forbids COMMIT otherwise): it
+-- first pins the session's search_path to 'pg_catalog, pgque, pg_temp' and
+-- schema-qualifies every type, function and operator it uses, so nothing
+-- planted in another schema can run in it. A manual CALL leaves that
+-- search_path set in the calling session.
 -- Must be called as exactly "CALL pgque.ticker_loop()" outside a transaction
--- block. Locks: as ticker() and rotate_metadata(). Called by: pg_cron.
+-- block. Locks: the advisory lock above; others as ticker() and
+-- rotate_metadata(). Writes: as ticker(), rotate_metadata() and
+-- maint_rotate_tables_step2(). Called by: pg_cron.
 CREATE OR REPLACE PROCEDURE pgque.ticker_loop()
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_start     timestamptz := clock_timestamp();
-    v_slot      int := coalesce(pgque.get_setting('ticker_slot_seconds')::int, 60);
-    v_overrun   int := coalesce(pgque.get_setting('ticker_overrun_ms')::int, 1500);
-    v_deadline  timestamptz;
-    v_period    int;
-    v_now       timestamptz;
-    v_next      timestamptz;
-    v_next_cfg  timestamptz := v_start;
-    v_next_meta timestamptz := v_start;
-    v_next_sw   timestamptz := v_start;
+    c_class     constant pg_catalog.int4 := 1885827445;  -- locks.ClassID
+    c_key       constant pg_catalog.int4 := 5;           -- locks.TickerLoop
+    v_start     pg_catalog.timestamptz;
+    v_give_up   pg_catalog.timestamptz;
+    v_slot      pg_catalog.int4;
+    v_overrun   pg_catalog.int4;
+    v_deadline  pg_catalog.timestamptz;
+    v_period    pg_catalog.int4;
+    v_debug     pg_catalog.int4 := 0;
+    v_locked    pg_catalog.bool := false;
+    v_now       pg_catalog.timestamptz;
+    v_next      pg_catalog.timestamptz;
+    v_next_cfg  pg_catalog.timestamptz;
+    v_next_meta pg_catalog.timestamptz;
+    v_next_sw   pg_catalog.timestamptz;
+    -- Diagnostics (ticker_debug_round_ms): when the round was planned to
+    -- start, and the end of each phase.
+    v_planned   pg_catalog.timestamptz;
+    v_t_round   pg_catalog.timestamptz;
+    v_t_ticker  pg_catalog.timestamptz;
+    v_t_commit  pg_catalog.timestamptz;
+    v_t_meta    pg_catalog.timestamptz;
+    v_ticks     pg_catalog.int8;
+    v_meta      pg_catalog.int4;
 BEGIN
-    v_overrun := least(v_overrun, v_slot * 1000 / 2);
-    v_deadline := to_timestamp(ceil(extract(epoch FROM v_start) / v_slot) * v_slot)
-                  + make_interval(secs => v_overrun / 1000.0);
+    -- First of all: no name below may resolve through a schema the caller
+    -- (or a database default) put on the path.
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pgque, pg_temp', false);
+    v_start := pg_catalog.clock_timestamp();
+    v_slot := coalesce(pgque.get_setting('ticker_slot_seconds')::pg_catalog.int4, 60);
+    v_overrun := coalesce(pgque.get_setting('ticker_overrun_ms')::pg_catalog.int4, 1500);
+    v_overrun := pg_catalog.int4smaller(v_overrun, v_slot OPERATOR(pg_catalog.*) 500);
+    v_give_up := v_start OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => v_slot OPERATOR(pg_catalog.*) 2);
+
+    -- Take the loop lock, or stand by for it.
+    v_locked := pg_catalog.pg_try_advisory_lock(c_class, c_key);
+    COMMIT;
+    IF NOT v_locked THEN
+        -- Warm up while the running loop ticks: the first call of each in
+        -- a new backend compiles and caches (50-150 ms on a loaded
+        -- machine), which would otherwise stall the first round after the
+        -- takeover. Each call is ordinary work anybody may do (ticker()
+        -- skips a queue whose tick another session holds). Not at once:
+        -- pg_cron starts this run as the previous one hands over, and the
+        -- new holder's first rounds should have the CPU.
+        PERFORM pg_catalog.pg_sleep(0.25);
+        COMMIT;
+        BEGIN
+            PERFORM pgque.ticker();
+            -- The holder has just ticked every due queue, so ticker() found
+            -- none due: compile tick_queue() on a queue id that never exists.
+            PERFORM pgque.tick_queue(-1, NULL);
+        EXCEPTION WHEN OTHERS THEN
+            RAISE LOG 'pgque: ticker_loop warm-up: ticker() failed: % (%)', SQLERRM, SQLSTATE;
+        END;
+        COMMIT;
+        BEGIN
+            PERFORM pgque.rotate_metadata();
+            PERFORM pgque.maint_rotate_tables_step2();
+        EXCEPTION WHEN OTHERS THEN
+            RAISE LOG 'pgque: ticker_loop warm-up: rotation failed: % (%)', SQLERRM, SQLSTATE;
+        END;
+        COMMIT;
+    END IF;
+    -- Wait for the loop lock: the running loop (or a standby of ours) has
+    -- it. Each step waits at most 100 ms in its own transaction.
+    WHILE NOT v_locked LOOP
+        IF pgque.get_setting('ticker_loop_enabled') OPERATOR(pg_catalog.=) 'false' THEN
+            RETURN;
+        END IF;
+        BEGIN
+            PERFORM pg_catalog.set_config('lock_timeout', '100ms', true);
+            PERFORM pg_catalog.pg_advisory_lock(c_class, c_key);
+            v_locked := true;
+        EXCEPTION WHEN lock_not_available THEN
+            v_locked := false;
+        END;
+        COMMIT;
+        IF NOT v_locked AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_give_up THEN
+            RETURN;
+        END IF;
+    END LOOP;
+
+    v_now := pg_catalog.clock_timestamp();
+    v_deadline := pg_catalog.to_timestamp(
+                      (pg_catalog.floor(EXTRACT(epoch FROM v_now) OPERATOR(pg_catalog./) v_slot)
+                       OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.*) v_slot)
+                  OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => v_overrun OPERATOR(pg_catalog./) 1000.0);
+    -- Rotation and step 2 keep their cadence across a handover: not in
+    -- the first round, which only ticks.
+    v_next_cfg := v_now;
+    v_next_meta := v_now OPERATOR(pg_catalog.+) interval '200 milliseconds';
+    v_next_sw := v_now OPERATOR(pg_catalog.+) interval '1 second';
+    v_planned := v_now;
     LOOP
-        IF clock_timestamp() >= v_next_cfg THEN
-            SELECT coalesce(min(p), coalesce(pgque.get_setting('ticker_classic_loop_ms')::int, 1000))
+        v_t_round := pg_catalog.clock_timestamp();
+        IF v_t_round OPERATOR(pg_catalog.>=) v_next_cfg THEN
+            SELECT coalesce(pg_catalog.min(s.p), coalesce(pgque.get_setting('ticker_classic_loop_ms')::pg_catalog.int4, 1000))
               INTO v_period
-              FROM (SELECT pgque.get_setting('tick_period_ms')::int AS p
+              FROM (SELECT pgque.get_setting('tick_period_ms')::pg_catalog.int4 AS p
                     UNION ALL
                     SELECT q.queue_tick_period_ms FROM pgque.queue q
                      WHERE NOT q.queue_external_ticker AND NOT q.queue_ticker_paused) s;
-            v_next_cfg := clock_timestamp() + interval '1 second';
+            v_debug := coalesce(pgque.get_setting('ticker_debug_round_ms')::pg_catalog.int4, 0);
+            v_next_cfg := v_t_round OPERATOR(pg_catalog.+) interval '1 second';
         END IF;
+        -- Stopped (pgque.stop(), pgquectl tick --off): end now.
+        EXIT WHEN pgque.get_setting('ticker_loop_enabled') OPERATOR(pg_catalog.=) 'false';
 
         -- A failing round is logged and retried next round; the loop goes on.
         BEGIN
-            PERFORM pgque.ticker();
+            v_ticks := pgque.ticker();
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'pgque: ticker() failed this round: % (%)', SQLERRM, SQLSTATE;
         END;
+        IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+            v_t_ticker := pg_catalog.clock_timestamp();
+        END IF;
         COMMIT;
+        IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+            v_t_commit := pg_catalog.clock_timestamp();
+            v_t_meta := v_t_commit;
+            v_meta := NULL;
+        END IF;
 
-        IF clock_timestamp() >= v_next_meta THEN
+        IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_next_meta THEN
             BEGIN
-                PERFORM pgque.rotate_metadata();
+                v_meta := pgque.rotate_metadata();
             EXCEPTION WHEN OTHERS THEN
                 RAISE WARNING 'pgque: rotate_metadata() failed: % (%)', SQLERRM, SQLSTATE;
             END;
             COMMIT;
-            v_next_meta := clock_timestamp() + interval '200 milliseconds';
+            v_next_meta := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) interval '200 milliseconds';
+            IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+                v_t_meta := pg_catalog.clock_timestamp();
+            END IF;
         END IF;
-        IF clock_timestamp() >= v_next_sw THEN
+        IF pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_next_sw THEN
             BEGIN
                 PERFORM pgque.maint_rotate_tables_step2();
             EXCEPTION WHEN OTHERS THEN
                 RAISE WARNING 'pgque: maint_rotate_tables_step2() failed: % (%)', SQLERRM, SQLSTATE;
             END;
             COMMIT;
-            v_next_sw := clock_timestamp() + interval '1 second';
+            v_next_sw := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) interval '1 second';
         END IF;
 
-        v_now := clock_timestamp();
-        EXIT WHEN v_now >= v_deadline;
-        v_next := to_timestamp(ceil(extract(epoch FROM v_now) * 1000 / v_period) * v_period / 1000.0);
-        IF v_next <= v_now THEN
-            v_next := v_next + make_interval(secs => v_period / 1000.0);
+        v_now := pg_catalog.clock_timestamp();
+        IF v_debug OPERATOR(pg_catalog.>) 0
+           AND v_now OPERATOR(pg_catalog.-) v_planned
+               OPERATOR(pg_catalog.>) pg_catalog.make_interval(secs => v_debug OPERATOR(pg_catalog./) 1000.0) THEN
+            RAISE LOG 'pgque: ticker_loop round took % ms (over ticker_debug_round_ms=%): sleep overshoot % ms, ticker() % ms (% ticks), commit % ms, rotate_metadata() % ms (%), step2 % ms',
+                pg_catalog.round((EXTRACT(epoch FROM v_now OPERATOR(pg_catalog.-) v_planned) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
+                v_debug,
+                pg_catalog.round((EXTRACT(epoch FROM v_t_round OPERATOR(pg_catalog.-) v_planned) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
+                pg_catalog.round((EXTRACT(epoch FROM v_t_ticker OPERATOR(pg_catalog.-) v_t_round) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
+                coalesce(v_ticks::pg_catalog.text, 'failed'),
+                pg_catalog.round((EXTRACT(epoch FROM v_t_commit OPERATOR(pg_catalog.-) v_t_ticker) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
+                pg_catalog.round((EXTRACT(epoch FROM v_t_meta OPERATOR(pg_catalog.-) v_t_commit) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
+                coalesce(v_meta::pg_catalog.text, 'not due'),
+                pg_catalog.round((EXTRACT(epoch FROM v_now OPERATOR(pg_catalog.-) v_t_meta) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1);
         END IF;
-        IF v_next > v_deadline THEN
+        v_ticks := NULL;
+
+        EXIT WHEN v_now OPERATOR(pg_catalog.>=) v_deadline;
+        v_next := pg_catalog.to_timestamp(
+                      pg_catalog.ceil(EXTRACT(epoch FROM v_now) OPERATOR(pg_catalog.*) 1000 OPERATOR(pg_catalog./) v_period)
+                      OPERATOR(pg_catalog.*) v_period OPERATOR(pg_catalog./) 1000.0);
+        IF v_next OPERATOR(pg_catalog.<=) v_now THEN
+            v_next := v_next OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => v_period OPERATOR(pg_catalog./) 1000.0);
+        END IF;
+        IF v_next OPERATOR(pg_catalog.>) v_deadline THEN
             v_next := v_deadline;
         END IF;
-        PERFORM pg_sleep(extract(epoch FROM v_next - clock_timestamp()));
+        v_planned := v_next;
+        PERFORM pg_catalog.pg_sleep(EXTRACT(epoch FROM v_next OPERATOR(pg_catalog.-) pg_catalog.clock_timestamp()));
         -- End the sleep's transaction so the round's now() - tick_time and
         -- the period check - is taken after the sleep, not before it.
         COMMIT;
     END LOOP;
+    -- Hand over at once: a run of the other job is waiting on the lock.
+    PERFORM pg_catalog.pg_advisory_unlock(c_class, c_key);
+    COMMIT;
 END;
 $$;
