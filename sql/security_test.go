@@ -58,9 +58,12 @@ func engineNames(script string) (calls, ops []string) {
 	for _, loc := range reIdentCall.FindAllStringIndex(script, -1) {
 		if loc[0] > 0 {
 			prev := script[loc[0]-1]
-			if prev == '.' || prev == '_' || prev == '$' || prev == '"' ||
-				(prev >= 'a' && prev <= 'z') || (prev >= 'A' && prev <= 'Z') || (prev >= '0' && prev <= '9') {
-				continue // qualified (pgque.x, pg_catalog.x) or part of a longer token
+			// pg_catalog.x counts too: a call qualified today is still a
+			// name to plant, so the test keeps proving it stays qualified.
+			qualifiedCatalog := loc[0] >= len("pg_catalog.") && script[loc[0]-len("pg_catalog."):loc[0]] == "pg_catalog."
+			if !qualifiedCatalog && (prev == '.' || prev == '_' || prev == '$' || prev == '"' ||
+				(prev >= 'a' && prev <= 'z') || (prev >= 'A' && prev <= 'Z') || (prev >= '0' && prev <= '9')) {
+				continue // qualified (pgque.x) or part of a longer token
 			}
 		}
 		name := strings.ToLower(strings.TrimRight(strings.TrimSuffix(script[loc[0]:loc[1]], "("), " \t\r\n"))
@@ -966,6 +969,20 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	call(t, wr, `SELECT pgque.insert_event('q', 'ev', 'data')`)
 	call(t, wr, `SELECT pgque.insert_event('q', 'ev', 'data', 'e1', 'e2', 'e3', 'e4')`)
 	call(t, wr, `SELECT pgque.send('q2', '{"c": 1}'::jsonb)`)
+	// A REPEATABLE READ producer also checks its event table (check_insert_table).
+	func() {
+		tx, err := wr.BeginTx(ctxT(t), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctxT(t)) }()
+		if _, err := tx.Exec(ctxT(t), `SELECT pgque.send('q', '{"rr": 1}'::jsonb)`); err != nil {
+			t.Errorf("REPEATABLE READ send: %v", err)
+		}
+		if err := tx.Commit(ctxT(t)); err != nil {
+			t.Errorf("REPEATABLE READ commit: %v", err)
+		}
+	}()
 	call(t, wr, `SELECT pgque.version()`)
 	call(t, wr, `SELECT * FROM pgque.get_queue_info('q')`)
 
@@ -992,9 +1009,11 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 		t.Fatalf("receive(q, c1, 3) returned %d rows, want 3", len(ids))
 	}
 	batch = ids[0]
-	call(t, rd, `SELECT pgque.nack($1, m, interval '1 hour', 'security test') FROM pgque.receive('q', 'c1', 1) m`, batch)
 	call(t, rd, `SELECT pgque.ack($1)`, batch)
-	call(t, rd, `SELECT count(*) FROM pgque.receive('q', 'c1', 100)`)
+	// One reader per consumer: each delivery is acked before the next receive.
+	nacked := callInt(t, rd, `SELECT min(m.batch_id) FROM pgque.receive('q', 'c1', 1) m
+	                           WHERE pgque.nack(m.batch_id, m, interval '1 hour', 'security test') IS NOT NULL`)
+	call(t, rd, `SELECT pgque.ack($1)`, nacked)
 	call(t, rd, `SELECT pgque.ack(b) FROM (SELECT DISTINCT batch_id AS b FROM pgque.receive('q', 'c1', 100)) s`)
 	call(t, rd, `SELECT * FROM pgque.get_batch_info($1)`, batch)
 

@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION pgque.cron_job_names()
 RETURNS text[]
 LANGUAGE sql STABLE
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT array_agg('pgque_' || w || pgque.cron_job_suffix() ORDER BY w)
       FROM unnest(ARRAY['ticker', 'ticker_2', 'maint', 'retry', 'rotate_step2', 'rotate_meta', 'cron_purge']) AS w;
