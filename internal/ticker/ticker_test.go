@@ -66,6 +66,12 @@ func (s setup) lastTick(t *testing.T) int64 {
 // daemon starts a ticker daemon on s's database, stopped at cleanup.
 func (s setup) daemon(t *testing.T, name string) (*ticker.Daemon, context.CancelFunc) {
 	t.Helper()
+	return s.daemonWith(t, name, nil)
+}
+
+// daemonWith is daemon with a hook that adjusts the config before New.
+func (s setup) daemonWith(t *testing.T, name string, adjust func(*ticker.Config)) (*ticker.Daemon, context.CancelFunc) {
+	t.Helper()
 	cc, err := pgx.ParseConfig(s.dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +80,12 @@ func (s setup) daemon(t *testing.T, name string) (*ticker.Daemon, context.Cancel
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
-	d, err := ticker.New(ticker.Config{ConnConfig: cc, Period: 10 * time.Millisecond, StandbyPoll: 100 * time.Millisecond,
-		BackoffMin: 50 * time.Millisecond, BackoffMax: time.Second, Logger: log.With("daemon", name)})
+	cfg := ticker.Config{ConnConfig: cc, Period: 10 * time.Millisecond, StandbyPoll: 100 * time.Millisecond,
+		BackoffMin: 50 * time.Millisecond, BackoffMax: time.Second, Logger: log.With("daemon", name)}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	d, err := ticker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
