@@ -166,15 +166,17 @@ func (c *Config) defaults() error {
 // from the headline cell (100 Hz, 800 ev/s, xmin held, poll-only, derived
 // rotation), which itself runs 10 minutes (ten pg_cron slot handovers).
 func quickProfile() []Phase {
-	s10, s15 := 10*time.Second, 15*time.Second
+	s10 := 10 * time.Second
 	return []Phase{
-		{Name: "pgque-100hz-800-xmin-poll", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: s15},
-		{Name: "pgque-100hz-idle-100q", System: SystemPgque, Hz: 100, Rate: 0, Queues: 100, Duration: s10},
-		{Name: "pgque-100hz-800-xmin-16consumers", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Consumers: 16, Duration: s10},
-		{Name: "pgq-100hz-800-xmin-poll", System: SystemPgQ, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: s15},
-		// pg_cron 1.6 (skipped without PGQUE_PGCRON16_BINDIR): the peer and us, same cell.
+		// pg_cron 1.6 first (skipped without PGQUE_PGCRON16_BINDIR /
+		// PGQUE_PGQUE020_SQL): they run while pg_cron 1.4 waits for its
+		// first minute. The peer and us, same cell.
 		{Name: "cron16-pgque-100hz-100poisson-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: s10},
 		{Name: "cron16-pgque020-100hz-100poisson-xmin-poll", System: SystemPgque020, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: s10},
+		{Name: "pgque-100hz-800-xmin-poll", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: s10},
+		{Name: "pgque-100hz-idle-100q", System: SystemPgque, Hz: 100, Rate: 0, Queues: 100, Duration: s10},
+		{Name: "pgque-100hz-800-xmin-16consumers", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Consumers: 16, Duration: s10},
+		{Name: "pgq-100hz-800-xmin-poll", System: SystemPgQ, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: s10},
 	}
 }
 
@@ -182,6 +184,12 @@ func fullProfile() []Phase {
 	m := time.Minute
 	s45 := 45 * time.Second
 	return []Phase{
+		// pg_cron 1.6 (managed providers) first, while pg_cron 1.4 waits for
+		// its first minute: our headline cell, then PgQue 0.2.0 and us on
+		// the same Poisson cell.
+		{Name: "cron16-pgque-100hz-800-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 2 * m},
+		{Name: "cron16-pgque-100hz-100poisson-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: m},
+		{Name: "cron16-pgque020-100hz-100poisson-xmin-poll", System: SystemPgque020, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: m},
 		// Headline: the latency / bloat / handover targets.
 		{Name: "pgque-100hz-800-xmin-poll-10min", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 10 * m},
 		// WAL ratio 100 Hz vs 1 Hz at 800 ev/s (no xmin held), and 1000 Hz.
@@ -206,11 +214,6 @@ func fullProfile() []Phase {
 		{Name: "pgq-1hz-800-poll", System: SystemPgQ, Hz: 1, Rate: 800, Wake: WakePoll, Duration: s45},
 		{Name: "pgq-100hz-800-poll", System: SystemPgQ, Hz: 100, Rate: 800, Wake: WakePoll, Duration: s45},
 		{Name: "pgq-100hz-idle-100q", System: SystemPgQ, Hz: 100, Rate: 0, Queues: 100, Duration: 2 * m},
-		// pg_cron 1.6 (managed providers): our headline cell, then PgQue
-		// 0.2.0 and us on the same Poisson cell.
-		{Name: "cron16-pgque-100hz-800-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 2 * m},
-		{Name: "cron16-pgque-100hz-100poisson-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: m},
-		{Name: "cron16-pgque020-100hz-100poisson-xmin-poll", System: SystemPgque020, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: m},
 	}
 }
 

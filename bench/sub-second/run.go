@@ -23,9 +23,13 @@ import (
 
 // Databases of the benchmark cluster.
 const (
-	pgqueDB    = "pgque_bench"
-	pgqDB      = "pgq_bench"
-	pgque020DB = "pgque020_bench" // PgQue 0.2.0, on the pg_cron 1.6 cluster
+	pgqueDB = "pgque_bench"
+	pgqDB   = "pgq_bench"
+	// pgque020DB holds PgQue 0.2.0 on the pg_cron 1.6 cluster: pg_cron's
+	// own database there, as on a managed provider (its start() schedules
+	// with pg_cron in its database); our engine's jobs run in pgque_bench
+	// via cron.schedule_in_database.
+	pgque020DB = localpg.CronDatabase
 )
 
 // EnvPgCron16BinDir names the bin directory of a PostgreSQL 15 tree with
@@ -186,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 				_ = c16.Stop(context.Background())
 			}
 		}()
-		e16 = &env{cfg: cfg, dsn: c16.DSN, cronDB: cron16DB, serverLog: c16.LogFile}
+		e16 = &env{cfg: cfg, dsn: c16.DSN, cronDB: localpg.CronDatabase, serverLog: c16.LogFile}
 	}
 
 	if err := setup(ctx, e, res, cfg, e16); err != nil {
@@ -252,6 +256,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			bar.Describe(phase)
 			_ = bar.Set64(int64((done + min(elapsed, total)) / time.Second))
 		}
+	}
+	if e16 != nil {
+		e16.progress = e.progress
 	}
 
 	for i, p := range phases {
@@ -373,7 +380,12 @@ func setup(ctx context.Context, e *env, res *Results, cfg Config, e16 *env) erro
 	}
 	res.Machine = m
 
-	// pg_cron 1.4 starts minute jobs at the next minute boundary.
+	// pg_cron 1.4 starts minute jobs at the next minute boundary. When the
+	// pg_cron 1.6 phases come first they run meanwhile; the first main
+	// phase's warm-up then waits for the loop (WarmupTimeout).
+	if e16 != nil && len(cfg.Phases) > 0 && cfg.Phases[0].Cron == Cron16 {
+		return nil
+	}
 	cfg.Log.Info("waiting for pg_cron to start the ticker loop (up to the next minute boundary)")
 	for {
 		var n int64
@@ -429,11 +441,6 @@ func needsPgque020(ps []Phase) bool {
 	return false
 }
 
-// cron16DB is pg_cron's database on the pg_cron 1.6 cluster: PgQue 0.2.0's
-// own (its start() schedules with pg_cron in its database, as on a managed
-// provider); our engine's jobs run in pgque_bench via schedule_in_database.
-const cron16DB = pgque020DB
-
 func needsCron16(ps []Phase) bool {
 	for _, p := range ps {
 		if p.Cron == Cron16 {
@@ -450,11 +457,7 @@ func startCron16(ctx context.Context, cfg Config) (*localpg.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s=%s: %w", EnvPgCron16BinDir, cfg.PgCron16BinDir, err)
 	}
-	settings := map[string]string{"cron.database_name": "'" + cron16DB + "'"}
-	for k, v := range clusterSettings {
-		settings[k] = v
-	}
-	opts := localpg.Options{StateDir: cfg.StateDir + "-pgcron16", Settings: settings, Log: cfg.Log, Binaries: &bin}
+	opts := localpg.Options{StateDir: cfg.StateDir + "-pgcron16", Settings: clusterSettings, Log: cfg.Log, Binaries: &bin}
 	if c, err := localpg.Open(opts); err == nil {
 		if err := c.Destroy(context.WithoutCancel(ctx)); err != nil {
 			return nil, fmt.Errorf("resetting %s: %w", opts.StateDir, err)
@@ -504,20 +507,13 @@ func setupCron16(ctx context.Context, e *env, cfg Config, m *Machine, peer bool)
 		return err
 	}
 	defer pg.Close(context.Background())
-	for _, db := range []string{pgqueDB, pgque020DB} {
-		if _, err := pg.Exec(ctx, qCreateDB+pgx.Identifier{db}.Sanitize()); err != nil {
-			return fmt.Errorf("pg_cron 1.6 cluster: creating database %s: %w", db, err)
-		}
+	if _, err := pg.Exec(ctx, qCreateDB+pgx.Identifier{pgqueDB}.Sanitize()); err != nil {
+		return fmt.Errorf("pg_cron 1.6 cluster: creating database %s: %w", pgqueDB, err)
 	}
-	cr, err := e.connect(ctx, cron16DB, "bench-setup")
-	if err != nil {
-		return err
+	if _, err := pg.Exec(ctx, qCronExt); err != nil {
+		return fmt.Errorf("pg_cron 1.6 cluster: creating extension pg_cron: %w", err)
 	}
-	defer cr.Close(context.Background())
-	if _, err := cr.Exec(ctx, qCronExt); err != nil {
-		return fmt.Errorf("pg_cron 1.6 cluster: creating extension pg_cron in %s: %w", cron16DB, err)
-	}
-	_ = cr.QueryRow(ctx, qExtVersionOf, "pg_cron").Scan(&m.PgCron16)
+	_ = pg.QueryRow(ctx, qExtVersionOf, "pg_cron").Scan(&m.PgCron16)
 
 	c, err := e.connect(ctx, pgqueDB, "bench-setup")
 	if err != nil {
