@@ -77,16 +77,18 @@ func (s setup) fakeLoop(t *testing.T) (int32, <-chan struct{}) {
 	if _, err := c.Exec(s.ctx, qTakeLoopLock, locks.ClassID, locks.TickerLoop); err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(s.ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for s.ctx.Err() == nil {
-			if _, err := c.Exec(s.ctx, qTicker); err != nil {
+		for ctx.Err() == nil {
+			if _, err := c.Exec(ctx, qTicker); err != nil {
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
+	t.Cleanup(func() { cancel(); <-done }) // before the connection closes
 	return int32(c.PgConn().PID()), done
 }
 
@@ -160,18 +162,18 @@ func TestDaemonIgnoresABriefHandover(t *testing.T) {
 	}
 	d, _ := s.daemon(t, "standby")
 	eventually(t, "the daemon defers to the loop", func() bool { return d.Stats().Role == ticker.RoleDeferring })
-	for range 10 { // ten handovers of 20 ms
-		time.Sleep(80 * time.Millisecond)
+	for range 10 { // ten handovers of about 10 ms, as pg_cron 1.4's
+		time.Sleep(190 * time.Millisecond)
 		if _, err := c.Exec(s.ctx, `SELECT pg_advisory_unlock($1::int4, $2::int4)`, locks.ClassID, locks.TickerLoop); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 		if _, err := c.Exec(s.ctx, qTakeLoopLock, locks.ClassID, locks.TickerLoop); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if st := d.Stats(); st.Rounds != 0 || st.Takeovers != 0 {
-		t.Fatalf("the daemon ticked during 20 ms handovers: %+v", st)
+		t.Fatalf("the daemon ticked during 10 ms handovers: %+v", st)
 	}
 }
 

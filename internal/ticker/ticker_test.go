@@ -149,9 +149,12 @@ func TestDaemonIdleQueueDoesNotTick(t *testing.T) {
 	eventually(t, "the daemon ran more rounds", func() bool { return d.Stats().Rounds > 50 })
 	last := s.lastTick(t)
 	rounds := d.Stats().Rounds
-	eventually(t, "50 more rounds", func() bool { return d.Stats().Rounds > rounds+50 })
-	if got := s.lastTick(t); got != last {
-		t.Fatalf("an idle queue ticked: last tick %d -> %d over 50 rounds at a 10 ms period", last, got)
+	eventually(t, "100 more rounds", func() bool { return d.Stats().Rounds > rounds+100 })
+	// The engine may re-tick once after a tick when a transaction that was
+	// in progress at it ends (any database's: xids are cluster-wide, and
+	// other tests run beside this one); never more.
+	if got := s.lastTick(t); got > last+1 {
+		t.Fatalf("an idle queue ticked: last tick %d -> %d over 100 rounds at a 10 ms period", last, got)
 	}
 }
 
