@@ -300,7 +300,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 				wait = max(wait, 2*d.cfg.StandbyPoll)
 				yield = false
 			}
-			d.log.Info("reconnecting", "in", wait, "attempt", attempt+1)
+			if attempt == 0 { // after a lost session; failed attempts log their own line
+				d.log.Info("reconnecting", "in", wait)
+			}
 			if !sleepCtx(ctx, wait) {
 				return ctx.Err()
 			}
@@ -319,8 +321,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 				d.log.Error("cannot connect; not retrying", "err", err)
 				return err
 			}
-			d.log.Warn("cannot connect; will retry", "err", err, "attempt", attempt, "retry_in", backoff)
 			backoff = min(backoff*2, d.cfg.BackoffMax)
+			d.log.Warn("cannot connect; will retry", "err", err, "attempt", attempt, "retry_in", backoff)
 			continue
 		}
 		attempt = 0
