@@ -115,6 +115,8 @@ var clusterSettings = map[string]string{
 	"log_lock_waits":   "on",
 	"deadlock_timeout": "'100ms'",
 	"log_checkpoints":  "on",
+	// The diagnostics parse the log's timestamps: keep them in UTC.
+	"log_timezone": "'UTC'",
 }
 
 // Run runs the benchmark: it wipes and starts its own cluster, runs every
