@@ -2,12 +2,15 @@ package sql_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
@@ -42,9 +45,21 @@ func TestTickerLoopCommitsEachRound(t *testing.T) {
 	e.exec(`SELECT pgque.create_queue('q')`)
 	e.exec(`SELECT pgque.subscribe('q', 'c')`)
 	e.exec(`SELECT pgque.set_tick_period_ms(10)`)
-	// Start right after a second boundary so the loop runs ~1 s.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 20*time.Millisecond)))
-	done := runLoop(t, e)
+	// One run that lasts until the test ends it (an hour-long slot, away
+	// from the hour's end), so a slow machine cannot make the run end
+	// before the test observed it: no wall-clock race.
+	e.exec(`SELECT pgque.set_setting('ticker_slot_seconds', '3600')`)
+	e.exec(`SELECT pgque.set_setting('ticker_overrun_ms', '0')`)
+	if until := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); until < time.Minute {
+		time.Sleep(until + time.Second)
+	}
+	loop := pgtest.Conn(t, e.dsn)
+	loopPID := loop.PgConn().PID()
+	done := make(chan error, 1)
+	go func() {
+		_, err := loop.Exec(context.Background(), `CALL pgque.ticker_loop()`)
+		done <- err
+	}()
 	var got []string
 	seenWhileRunning := false
 	for i := 0; i < 20; i++ {
@@ -53,8 +68,8 @@ func TestTickerLoopCommitsEachRound(t *testing.T) {
 		ms := e.receive("q", "c", 100)
 		if len(ms) > 0 {
 			select {
-			case <-done:
-				t.Fatal("ticker_loop ended before the test could observe it")
+			case err := <-done:
+				t.Fatalf("ticker_loop ended before its slot did: %v", err)
 			default:
 				seenWhileRunning = true
 			}
@@ -64,8 +79,12 @@ func TestTickerLoopCommitsEachRound(t *testing.T) {
 			e.exec(`SELECT pgque.ack($1)`, ms[0].Batch)
 		}
 	}
+	// End the run: a cancel between rounds loses nothing committed.
+	e.exec(`SELECT pg_cancel_backend($1)`, int64(loopPID))
 	if err := <-done; err != nil {
-		t.Fatalf("ticker_loop: %v", err)
+		if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != pgerrcode.QueryCanceled {
+			t.Fatalf("ticker_loop: %v", err)
+		}
 	}
 	if !seenWhileRunning {
 		t.Fatal("no tick became visible to another session while ticker_loop ran: it does not commit per round")

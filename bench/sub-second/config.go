@@ -11,6 +11,22 @@ import (
 const (
 	SystemPgque = "pgque" // this engine, ticked by pg_cron (CALL pgque.ticker_loop())
 	SystemPgQ   = "pgq"   // upstream PgQ 3 (Debian postgresql-15-pgq3) ticked by pgqd
+	// SystemPgque020 is PgQue 0.2.0 (the nearest peer, pgque.sql in its own
+	// database) ticked as its README says: set_tick_period_ms + start(), a
+	// '1 second' pg_cron job; it needs pg_cron 1.5+.
+	SystemPgque020 = "pgque-0.2.0"
+)
+
+// Clusters a phase can run on.
+const (
+	CronMain = ""    // the main cluster: Debian's pg_cron 1.4
+	Cron16   = "1.6" // the pg_cron 1.6 cluster (Config.PgCron16BinDir)
+)
+
+// Producer arrival processes.
+const (
+	ArrivalsPaced   = ""        // a fixed schedule, events batched into ≤ ProducerTxPerSec transactions
+	ArrivalsPoisson = "poisson" // one event per transaction, exponential gaps (a Poisson process)
 )
 
 // Consumer wake modes.
@@ -31,6 +47,13 @@ type Phase struct {
 	Wake     string        `json:"wake"`
 	Rotation time.Duration `json:"rotation_period"` // metadata rotation; 0 = derived
 	Duration time.Duration `json:"duration"`
+	// Cron names the cluster: CronMain (pg_cron 1.4) or Cron16.
+	Cron string `json:"pg_cron,omitempty"`
+	// Arrivals is the producer's arrival process (ArrivalsPaced, ArrivalsPoisson).
+	Arrivals string `json:"arrivals,omitempty"`
+	// Consumers polling the active queue, each its own subscription
+	// (latency is recorded by the first); default 1.
+	Consumers int `json:"consumers,omitempty"`
 }
 
 // Period is the tick period of the phase.
@@ -68,6 +91,13 @@ type Config struct {
 	// WarmupTimeout bounds the wait for the first tick (pg_cron 1.4 starts
 	// the loop at the next minute boundary).
 	WarmupTimeout time.Duration
+	// PgCron16BinDir is the bin directory of a PostgreSQL 15 tree carrying
+	// pg_cron 1.6 (env PGQUE_PGCRON16_BINDIR; scripts/pgcron16.sh builds
+	// one). Empty: the Cron16 phases are skipped, with a note in the report.
+	PgCron16BinDir string
+	// PgQue020SQL is the path of PgQue 0.2.0's pgque.sql (env
+	// PGQUE_PGQUE020_SQL). Empty: the PgQue 0.2.0 phases are skipped.
+	PgQue020SQL string
 	// KeepCluster leaves the cluster running at the end (for inspection).
 	KeepCluster bool
 	// Log receives progress lines; Progress (if non-nil) the progress bar.
@@ -111,8 +141,18 @@ func (c *Config) defaults() error {
 		if p.Wake == "" {
 			c.Phases[i].Wake = WakePoll
 		}
-		if p.System != SystemPgque && p.System != SystemPgQ {
+		if p.Consumers <= 0 {
+			c.Phases[i].Consumers = 1
+		}
+		switch {
+		case p.System != SystemPgque && p.System != SystemPgQ && p.System != SystemPgque020:
 			return fmt.Errorf("phase %s: unknown system %q", p.Name, p.System)
+		case p.System == SystemPgque020 && p.Cron != Cron16:
+			return fmt.Errorf("phase %s: PgQue 0.2.0 needs pg_cron 1.5+: set Cron: Cron16", p.Name)
+		case p.System == SystemPgQ && p.Cron != CronMain:
+			return fmt.Errorf("phase %s: PgQ + pgqd runs on the main cluster only", p.Name)
+		case p.Cron != CronMain && p.Cron != Cron16:
+			return fmt.Errorf("phase %s: unknown pg_cron cluster %q", p.Name, p.Cron)
 		}
 	}
 	return nil
@@ -126,10 +166,17 @@ func (c *Config) defaults() error {
 // from the headline cell (100 Hz, 800 ev/s, xmin held, poll-only, derived
 // rotation), which itself runs 10 minutes (ten pg_cron slot handovers).
 func quickProfile() []Phase {
+	s10 := 10 * time.Second
 	return []Phase{
-		{Name: "pgque-100hz-800-xmin-poll", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 20 * time.Second},
-		{Name: "pgque-100hz-idle-100q", System: SystemPgque, Hz: 100, Rate: 0, Queues: 100, Duration: 10 * time.Second},
-		{Name: "pgq-100hz-800-xmin-poll", System: SystemPgQ, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 20 * time.Second},
+		// pg_cron 1.6 first (skipped without PGQUE_PGCRON16_BINDIR /
+		// PGQUE_PGQUE020_SQL): they run while pg_cron 1.4 waits for its
+		// first minute. The peer and us, same cell.
+		{Name: "cron16-pgque-100hz-100poisson-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: s10},
+		{Name: "cron16-pgque020-100hz-100poisson-xmin-poll", System: SystemPgque020, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: s10},
+		{Name: "pgque-100hz-800-xmin-poll", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: s10},
+		{Name: "pgque-100hz-idle-100q", System: SystemPgque, Hz: 100, Rate: 0, Queues: 100, Duration: s10},
+		{Name: "pgque-100hz-800-xmin-16consumers", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Consumers: 16, Duration: s10},
+		{Name: "pgq-100hz-800-xmin-poll", System: SystemPgQ, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: s10},
 	}
 }
 
@@ -137,6 +184,12 @@ func fullProfile() []Phase {
 	m := time.Minute
 	s45 := 45 * time.Second
 	return []Phase{
+		// pg_cron 1.6 (managed providers) first, while pg_cron 1.4 waits for
+		// its first minute: our headline cell, then PgQue 0.2.0 and us on
+		// the same Poisson cell.
+		{Name: "cron16-pgque-100hz-800-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 2 * m},
+		{Name: "cron16-pgque-100hz-100poisson-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: m},
+		{Name: "cron16-pgque020-100hz-100poisson-xmin-poll", System: SystemPgque020, Cron: Cron16, Hz: 100, Rate: 100, Arrivals: ArrivalsPoisson, HeldXmin: true, Wake: WakePoll, Duration: m},
 		// Headline: the latency / bloat / handover targets.
 		{Name: "pgque-100hz-800-xmin-poll-10min", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 10 * m},
 		// WAL ratio 100 Hz vs 1 Hz at 800 ev/s (no xmin held), and 1000 Hz.
@@ -150,6 +203,8 @@ func fullProfile() []Phase {
 		{Name: "pgque-100hz-8000-xmin-poll", System: SystemPgque, Hz: 100, Rate: 8000, HeldXmin: true, Wake: WakePoll, Duration: s45},
 		{Name: "pgque-100hz-800-xmin-poll-rot30s", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Rotation: 30 * time.Second, Duration: s45},
 		{Name: "pgque-100hz-800-xmin-poll-rot3s", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Rotation: 3 * time.Second, Duration: s45},
+		// Rotation under many busy consumers: 16 subscriptions polling every 1 ms.
+		{Name: "pgque-100hz-800-xmin-16consumers", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Consumers: 16, Duration: m},
 		// Idle WAL: 100 idle queues vs none, both ticking at 100 Hz. Idle
 		// queues tick once per ticker_idle_period (1 min): 2 min covers two.
 		{Name: "pgque-100hz-idle-0q", System: SystemPgque, Hz: 100, Rate: 0, Queues: 0, Duration: m},

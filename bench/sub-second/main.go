@@ -58,7 +58,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := Config{Profile: *profile, Phases: phases, StateDir: *state, OutDir: *out, KeepCluster: *keep,
-		PollInterval: *poll, Log: log}
+		PollInterval: *poll, Log: log,
+		PgCron16BinDir: os.Getenv(EnvPgCron16BinDir), PgQue020SQL: os.Getenv(EnvPgQue020SQL)}
 	if !*noBar {
 		cfg.Progress = stderr
 	}

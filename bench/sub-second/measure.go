@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -40,6 +41,17 @@ SELECT coalesce(sum((pgstattuple(c.oid)).dead_tuple_count), 0)::bigint
 	qListen         = `LISTEN ` // + quoted channel
 	qBackendXminSet = `SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = pg_backend_pid()`
 	// qWALStats breaks the phase's WAL down by record type (pg_walinspect).
+	// qWALTotals: record bytes and full-page-image bytes of the span
+	// (pg_walinspect): FPIs depend on when the last checkpoint was, the
+	// record bytes do not.
+	qWALTotals = `SELECT coalesce(sum(record_size), 0)::bigint, coalesce(sum(fpi_size), 0)::bigint
+	                FROM pg_get_wal_stats($1::text::pg_lsn, $2::text::pg_lsn, false)`
+	qCheckpointCount = `SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter`
+	// qTickerRuns: the ticker job's pg_cron runs of this database that
+	// overlap the span (start, end; end NULL while running).
+	qTickerRuns = `SELECT d.start_time, d.end_time FROM cron.job_run_details d JOIN cron.job j USING (jobid)
+	                WHERE j.database = $1 AND j.command LIKE $2 AND d.start_time IS NOT NULL
+	                  AND d.start_time <= $4 AND coalesce(d.end_time, 'infinity') >= $3 ORDER BY d.start_time`
 	qWALStats = `SELECT "resource_manager/record_type", count, record_size, fpi_size, combined_size
 	               FROM pg_get_wal_stats($1::text::pg_lsn, $2::text::pg_lsn, true)
 	              WHERE count > 0 ORDER BY combined_size DESC LIMIT 12`
@@ -116,6 +128,18 @@ type PhaseResult struct {
 	WALBytes       int64   `json:"wal_bytes"`
 	WALBytesPerSec float64 `json:"wal_bytes_per_sec"`
 	WALSeconds     float64 `json:"wal_seconds"` // span of the WAL reading (phase + drain)
+	// WAL split by pg_walinspect: record bytes (independent of checkpoint
+	// timing) and full-page images (paid after each checkpoint).
+	WALRecordBytesPerSec float64 `json:"wal_record_bytes_per_sec"`
+	WALFPIBytesPerSec    float64 `json:"wal_fpi_bytes_per_sec"`
+	// Checkpoints that ran during the phase (pg_stat_bgwriter); each phase
+	// starts right after a CHECKPOINT.
+	Checkpoints int64 `json:"checkpoints"`
+	// ExtraConsumers: the consumers besides the first (Phase.Consumers > 1):
+	// what each received by the end of the drain.
+	ExtraConsumers []ConsumerCheck `json:"extra_consumers,omitempty"`
+	// Stalls: tick gaps over 50 ms and what happened then.
+	Stalls []Stall `json:"stalls,omitempty"`
 
 	PeakDeadTick  int64 `json:"peak_dead_tick"`
 	PeakDeadSub   int64 `json:"peak_dead_subscription"`
@@ -149,6 +173,14 @@ type PhaseResult struct {
 
 	Samples []Sample `json:"samples"`
 	Errors  []string `json:"errors,omitempty"`
+}
+
+// ConsumerCheck is what one extra consumer received.
+type ConsumerCheck struct {
+	Name     string `json:"name"`
+	Received int    `json:"received"`
+	Missing  int    `json:"missing"`
+	Dups     int    `json:"duplicates"`
 }
 
 // Gap is one gap between consecutive ticks.
@@ -235,6 +267,21 @@ func (r *recorder) latencies(start time.Time) (ms []float64, missing int, detail
 	return ms, missing, detail, worst[:min(10, len(worst))]
 }
 
+// missingFrom counts the events committed (recorded in main) that this
+// extra consumer's recorder did not receive.
+func (r *recorder) missingFrom(main *recorder) (missing int) {
+	main.mu.Lock()
+	defer main.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range main.commit {
+		if _, ok := r.received[id]; !ok {
+			missing++
+		}
+	}
+	return missing
+}
+
 func summarize(ms []float64) (Latency, []CDFPoint) {
 	if len(ms) == 0 {
 		return Latency{}, nil
@@ -293,7 +340,11 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 			_ = c.Close(context.Background())
 		}
 	}()
-	for _, name := range []string{"admin", "producer", "consumer", "monitor", "wal", "bystander", "xmin"} {
+	names := []string{"admin", "producer", "consumer", "monitor", "wal", "bystander", "xmin"}
+	for i := 1; i < p.Consumers; i++ {
+		names = append(names, consumerName(i))
+	}
+	for _, name := range names {
 		c, err := e.connect(ctx, sys.DB(), "bench-"+name)
 		if err != nil {
 			return res, err
@@ -346,12 +397,18 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	}
 
 	rec := newRecorder()
+	extra := make([]*recorder, p.Consumers)
+	for i := 1; i < p.Consumers; i++ {
+		extra[i] = newRecorder()
+	}
 	start := time.Now()
 	res.Started = start
 	w0, err := pgstats.ReadWAL(ctx, conns["wal"])
 	if err != nil {
 		return res, err
 	}
+	var cp0 int64
+	_ = conns["wal"].QueryRow(ctx, qCheckpointCount).Scan(&cp0)
 	if err := cronMon.QueryRow(ctx, qCronRuns).Scan(&res.CronRunsStart); err != nil {
 		return res, fmt.Errorf("counting cron.job_run_details: %w", err)
 	}
@@ -362,12 +419,14 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	var samples []Sample
 	var tickTimes []time.Time
 	var bystander []float64
+	var psi []psiPoint
 	prodCtx, stopProd := context.WithTimeout(runCtx, p.Duration)
 	defer stopProd()
 	consCtx, stopCons := context.WithCancel(runCtx)
 	defer stopCons()
 
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); psi = psiSampler(runCtx) }()
 	go func() { defer wg.Done(); samples = sampler(runCtx, e, sys, conns["monitor"], cronMon, w0, start, rec) }()
 	go func() {
 		defer wg.Done()
@@ -376,7 +435,19 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	go func() { defer wg.Done(); bystander = bystanderLoop(runCtx, e, conns["bystander"]) }()
 	consDone, prodDone := make(chan struct{}), make(chan struct{})
 	if p.Rate > 0 {
-		go func() { defer close(consDone); consumer(consCtx, e, sys, p, conns["consumer"], rec) }()
+		var cwg sync.WaitGroup
+		for i := 1; i < p.Consumers; i++ {
+			cwg.Add(1)
+			go func() {
+				defer cwg.Done()
+				consumer(consCtx, e, sys, p, conns[consumerName(i)], extra[i], consumerName(i))
+			}()
+		}
+		go func() {
+			defer close(consDone)
+			consumer(consCtx, e, sys, p, conns["consumer"], rec, benchConsumer)
+			cwg.Wait()
+		}()
 		go func() { defer close(prodDone); producer(prodCtx, e, sys, p, conns["producer"], rec) }()
 	} else {
 		close(consDone)
@@ -399,6 +470,10 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	drainUntil := time.Now().Add(3*time.Second + 3*p.Period())
 	for time.Now().Before(drainUntil) && ctx.Err() == nil {
 		produced, consumed := rec.counts()
+		for i := 1; i < p.Consumers; i++ {
+			_, got := extra[i].counts()
+			consumed = min(consumed, got)
+		}
 		if consumed >= produced {
 			break
 		}
@@ -407,6 +482,9 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	stopCons()
 	<-consDone
 	w1, werr := pgstats.ReadWAL(context.WithoutCancel(ctx), conns["wal"])
+	var cp1 int64
+	_ = conns["wal"].QueryRow(context.WithoutCancel(ctx), qCheckpointCount).Scan(&cp1)
+	res.Checkpoints = cp1 - cp0
 	stopRun()
 	wg.Wait()
 	if p.HeldXmin {
@@ -440,10 +518,29 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 		res.PeakIOStall = max(res.PeakIOStall, s.IOStall)
 	}
 	res.Ticks = len(tickTimes)
-	res.MaxTickGapMs, res.MaxHandoverGapMs, res.Handovers = tickGaps(tickTimes, start, phaseEnd)
+	runs := tickerRuns(context.WithoutCancel(ctx), cronMon, sys, start, phaseEnd, rec)
+	res.MaxTickGapMs, res.MaxHandoverGapMs, res.Handovers = tickGaps(tickTimes, start, phaseEnd, runs)
 	res.TopGaps = topGaps(tickTimes, start, phaseEnd, 10)
+	res.Stalls = stalls(tickTimes, start, phaseEnd, psi, e.serverLog, runs)
 	if werr == nil {
 		res.WALBreakdown = walBreakdown(context.WithoutCancel(ctx), conns["wal"], w0, w1, rec)
+		var recBytes, fpiBytes int64
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if err := conns["wal"].QueryRow(qctx, qWALTotals, w0.LSN.String(), w1.LSN.String()).Scan(&recBytes, &fpiBytes); err != nil {
+			rec.errorf("wal totals: %v", err)
+		} else if res.WALSeconds > 0 {
+			res.WALRecordBytesPerSec = float64(recBytes) / res.WALSeconds
+			res.WALFPIBytesPerSec = float64(fpiBytes) / res.WALSeconds
+		}
+		cancel()
+	}
+	for i := 1; i < p.Consumers; i++ {
+		missing := extra[i].missingFrom(rec)
+		_, got := extra[i].counts()
+		res.ExtraConsumers = append(res.ExtraConsumers, ConsumerCheck{Name: consumerName(i), Received: got, Missing: missing, Dups: extra[i].dups})
+		if missing > 0 || extra[i].dups > 0 {
+			rec.errorf("consumer %s: %d events not received, %d twice", consumerName(i), missing, extra[i].dups)
+		}
 	}
 	res.Errors = append(slices.Clone(rec.errs), missingDetail...)
 	if e.serverLog != "" {
@@ -456,10 +553,10 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 }
 
 // tickGaps returns the largest gap between consecutive ticks within the
-// measured span, and the largest gap that spans a pg_cron slot handover
-// (within 2 s of a minute boundary, where pg_cron 1.4 starts the next
-// ticker_loop run).
-func tickGaps(ts []time.Time, from, to time.Time) (maxGap, maxHandover float64, handovers int) {
+// measured span, and the largest gap during which a pg_cron run of the
+// ticker started or ended (a slot handover: each minute on pg_cron 1.4,
+// each second on 1.5+), with the number of run starts in the span.
+func tickGaps(ts []time.Time, from, to time.Time, runs []span) (maxGap, maxHandover float64, handovers int) {
 	for i := 1; i < len(ts); i++ {
 		a, b := ts[i-1], ts[i]
 		if a.Before(from) || b.After(to) {
@@ -467,15 +564,44 @@ func tickGaps(ts []time.Time, from, to time.Time) (maxGap, maxHandover float64, 
 		}
 		gap := float64(b.Sub(a).Microseconds()) / 1000
 		maxGap = max(maxGap, gap)
-		boundary := b.Truncate(time.Minute)
-		if b.Sub(boundary) < 2*time.Second || boundary.Add(time.Minute).Sub(a) < 2*time.Second {
+		if inAny(runs, a, b) {
 			maxHandover = max(maxHandover, gap)
 		}
 	}
-	for m := from.Truncate(time.Minute).Add(time.Minute); m.Before(to); m = m.Add(time.Minute) {
-		handovers++
+	for _, r := range runs {
+		if r.from.After(from) && r.from.Before(to) {
+			handovers++
+		}
 	}
 	return maxGap, maxHandover, handovers
+}
+
+// tickerRuns reads the pg_cron runs of sys's ticker job overlapping the span.
+func tickerRuns(ctx context.Context, cronMon *pgx.Conn, sys system, from, to time.Time, rec *recorder) []span {
+	like := sys.TickerJobLike()
+	if like == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rows, err := cronMon.Query(ctx, qTickerRuns, sys.DB(), like, from, to)
+	if err != nil {
+		rec.errorf("ticker runs: %v", err)
+		return nil
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (span, error) {
+		var s span
+		var end *time.Time
+		err := r.Scan(&s.from, &end)
+		if end != nil {
+			s.to = *end
+		}
+		return s, err
+	})
+	if err != nil {
+		rec.errorf("ticker runs: %v", err)
+	}
+	return out
 }
 
 // topGaps returns the n largest gaps between consecutive ticks in the span.
@@ -551,7 +677,7 @@ func warmup(ctx context.Context, e *env, sys system, prod, cons *pgx.Conn) error
 		return fmt.Errorf("warm-up event: %w", err)
 	}
 	for {
-		got, err := sys.Consume(ctx, cons)
+		got, err := sys.Consume(ctx, cons, benchConsumer)
 		if err != nil {
 			return fmt.Errorf("warm-up receive: %w", err)
 		}
@@ -565,8 +691,27 @@ func warmup(ctx context.Context, e *env, sys system, prod, cons *pgx.Conn) error
 }
 
 // producer commits events at p.Rate per second, batched into at most
-// ProducerTxPerSec transactions per second, on a fixed schedule.
+// ProducerTxPerSec transactions per second, on a fixed schedule; or, with
+// ArrivalsPoisson, one event per transaction at exponentially distributed
+// gaps of mean 1/Rate (a Poisson process: bursts and lulls as real traffic).
 func producer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, rec *recorder) {
+	if p.Arrivals == ArrivalsPoisson {
+		next := time.Now()
+		for {
+			next = next.Add(time.Duration(rand.ExpFloat64() / float64(p.Rate) * float64(time.Second)))
+			if !sleepCtx(ctx, time.Until(next)) {
+				return
+			}
+			qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			ids, err := sys.Produce(qctx, conn, 1)
+			cancel()
+			if err != nil {
+				rec.errorf("produce: %v", err)
+				continue
+			}
+			rec.committed(ids, time.Now())
+		}
+	}
 	txps := min(e.cfg.ProducerTxPerSec, p.Rate)
 	per := p.Rate / txps
 	extra := p.Rate % txps // spread the remainder over the second
@@ -595,7 +740,7 @@ func producer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, 
 
 // consumer receives and acknowledges: poll-only every PollInterval, or
 // LISTEN + a slow poll.
-func consumer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, rec *recorder) {
+func consumer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, rec *recorder, name string) {
 	listen := p.Wake == WakeListen && sys.Channel() != ""
 	if listen {
 		if _, err := conn.Exec(ctx, qListen+pgx.Identifier{sys.Channel()}.Sanitize()); err != nil {
@@ -605,7 +750,7 @@ func consumer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, 
 	}
 	for ctx.Err() == nil {
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		ids, err := sys.Consume(qctx, conn)
+		ids, err := sys.Consume(qctx, conn, name)
 		cancel()
 		at := time.Now()
 		if err != nil {

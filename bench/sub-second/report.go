@@ -143,14 +143,28 @@ func (r *Results) find(pred func(PhaseResult) bool) (PhaseResult, bool) {
 
 func headline(system string) func(PhaseResult) bool {
 	return func(p PhaseResult) bool {
-		return p.System == system && p.Hz == 100 && p.Rate == 800 && p.HeldXmin && p.Wake == WakePoll && p.Rotation == 0
+		return p.System == system && p.Hz == 100 && p.Rate == 800 && p.HeldXmin && p.Wake == WakePoll && p.Rotation == 0 &&
+			plain(p)
+	}
+}
+
+// plain: the main cluster, paced arrivals, one consumer (the default axes).
+func plain(p PhaseResult) bool {
+	return p.Cron == CronMain && p.Arrivals == ArrivalsPaced && p.Consumers <= 1
+}
+
+// cron16Cell matches a phase on the pg_cron 1.6 cluster.
+func cron16Cell(system string, rate int, arrivals string) func(PhaseResult) bool {
+	return func(p PhaseResult) bool {
+		return p.System == system && p.Cron == Cron16 && p.Hz == 100 && p.Rate == rate && p.Arrivals == arrivals &&
+			p.HeldXmin && p.Wake == WakePoll && p.Consumers <= 1
 	}
 }
 
 func cell(system string, hz, rate int, xmin bool, queues int) func(PhaseResult) bool {
 	return func(p PhaseResult) bool {
 		return p.System == system && p.Hz == hz && p.Rate == rate && p.HeldXmin == xmin && p.Wake == WakePoll &&
-			p.Rotation == 0 && (rate > 0 || p.Queues == queues)
+			p.Rotation == 0 && (rate > 0 || p.Queues == queues) && plain(p)
 	}
 }
 
@@ -203,19 +217,43 @@ func targets(r *Results) []target {
 	idle, ok1 := r.find(cell(SystemPgque, 100, 0, false, 100))
 	// The baseline: ticking at 100 Hz with no (or one) idle queue.
 	none, ok2 := r.find(func(p PhaseResult) bool {
-		return p.System == SystemPgque && p.Hz == 100 && p.Rate == 0 && p.Queues <= 1
+		return p.System == SystemPgque && p.Hz == 100 && p.Rate == 0 && p.Queues <= 1 && plain(p)
 	})
 	if ok1 {
-		add := idle.WALBytesPerSec
-		how := "total WAL of the phase (no 0-queue phase to subtract)"
+		// Judged on WAL record bytes (pg_walinspect): full-page images
+		// depend on where the last checkpoint fell, not on the queues; each
+		// phase starts right after a CHECKPOINT and the FPI share is shown.
+		add := idle.WALRecordBytesPerSec
+		how := fmt.Sprintf("record bytes without full-page images; total %s/s incl. %s/s FPI; %d checkpoint(s) in the phase; no 0-queue phase to subtract",
+			human(idle.WALBytesPerSec), human(idle.WALFPIBytesPerSec), idle.Checkpoints)
 		if ok2 {
-			add -= none.WALBytesPerSec
-			how = fmt.Sprintf("%s/s with 100 idle queues − %s/s with %d (%s); negative = below the noise", human(idle.WALBytesPerSec), human(none.WALBytesPerSec), none.Queues, none.Name)
+			add -= none.WALRecordBytesPerSec
+			how = fmt.Sprintf("record bytes without full-page images: %s/s with 100 idle queues − %s/s with %d (%s); totals incl. FPI %s/s vs %s/s; checkpoints in the phases %d / %d; negative = below the noise",
+				human(idle.WALRecordBytesPerSec), human(none.WALRecordBytesPerSec), none.Queues, none.Name,
+				human(idle.WALBytesPerSec), human(none.WALBytesPerSec), idle.Checkpoints, none.Checkpoints)
 		}
 		out = append(out, target{"WAL added by 100 idle queues at 100 Hz", "< 1 KiB/s",
 			fmt.Sprintf("%s/s (%s)", human(add), how), verdict(add < 1024)})
 	} else {
 		notMeasured("WAL added by 100 idle queues at 100 Hz", "< 1 KiB/s")
+	}
+	if c, ok := r.find(func(p PhaseResult) bool { return p.System == SystemPgque && p.Consumers >= 16 && p.HeldXmin }); ok {
+		out = append(out,
+			target{fmt.Sprintf("peak dead tuples, tick tables, %d consumers polling every %.0f ms, xmin held (%s)", c.Consumers, r.Config.PollIntervalMs, c.Name), "≤ 200", fmt.Sprint(c.PeakDeadTick), verdict(c.PeakDeadTick <= 200)},
+			target{"peak dead tuples, subscription tables, same", "≤ 500", fmt.Sprint(c.PeakDeadSub), verdict(c.PeakDeadSub <= 500)},
+			target{"dead tuples, event tables, same", "0", fmt.Sprint(c.PeakDeadEvent), verdict(c.PeakDeadEvent == 0)})
+	} else {
+		notMeasured("dead tuples with 16 consumers and a held xmin", "tick ≤ 200, subscription ≤ 500, event 0")
+	}
+	if h, ok := r.find(cron16Cell(SystemPgque, 800, ArrivalsPaced)); ok {
+		l := h.Latency
+		out = append(out,
+			target{"pg_cron 1.6: latency p50, headline cell (" + h.Name + ")", "≤ 8 ms", f1(l.P50) + " ms", verdict(l.P50 <= 8)},
+			target{"pg_cron 1.6: latency p99, same", "≤ 15 ms", f1(l.P99) + " ms", verdict(l.P99 <= 15)},
+			target{"pg_cron 1.6: latency max, same (over " + h.Duration.String() + ")", "≤ 60 ms", f1(l.Max) + " ms", verdict(l.Max <= 60)},
+			target{fmt.Sprintf("pg_cron 1.6: largest tick gap at a slot handover (%d handovers)", h.Handovers), "≤ 30 ms", f1(h.MaxHandoverGapMs) + " ms", verdict(h.MaxHandoverGapMs <= 30)})
+	} else {
+		notMeasured("pg_cron 1.6 headline cell", "p50 ≤ 8, p99 ≤ 15, max ≤ 60 ms, handover ≤ 30 ms")
 	}
 	return out
 }
@@ -234,6 +272,12 @@ func markdown(r *Results, chartErrs []string) string {
 	w("| CPUs (nproc) | %d × %s |\n| memory | %s |\n| kernel | %s |\n", m.CPUs, m.CPUModel, human(float64(m.MemoryBytes)), m.Kernel)
 	w("| PostgreSQL | %s (its own cluster, durable commits, settings below) |\n", m.PostgreSQL)
 	w("| pg_cron | extension %s (Debian postgresql-15-cron 1.4.2) |\n| PgQ | extension %s, pgqd %s |\n", m.PgCron, m.PgQ, m.Pgqd)
+	if m.PgCron16 != "" {
+		w("| pg_cron 1.6 cluster | extension %s (built from source; same PostgreSQL, same settings, pg_cron in the peer's database) |\n", m.PgCron16)
+	}
+	if m.PgQue020 != "" {
+		w("| PgQue 0.2.0 | pgque.sql sha256 %s… |\n", m.PgQue020)
+	}
 	w("| pgque engine | %s |\n| Go | %s |\n\n", m.Engine, m.Go)
 	w("Cluster settings: ")
 	for k, v := range r.Config.ClusterSettings {
@@ -242,6 +286,13 @@ func markdown(r *Results, chartErrs []string) string {
 	w("\nConsumer poll interval %.1f ms (poll-only), LISTEN fallback poll %.0f ms; producer ≤ %d transactions/s (events batched into them); samples every %.0f ms.\n\n",
 		r.Config.PollIntervalMs, r.Config.ListenFallbackMs, r.Config.ProducerTxPerSec, r.Config.SampleEveryMs)
 
+	if len(r.Skipped) > 0 {
+		w("**Skipped phases**:\n\n")
+		for _, s := range r.Skipped {
+			w("- %s\n", s)
+		}
+		w("\n")
+	}
 	w("## Targets (DESIGN.md)\n\n| target | goal | measured | verdict |\n|---|---|---|---|\n")
 	for _, t := range targets(r) {
 		w("| %s | %s | %s | %s |\n", t.what, t.goal, t.measured, t.verdict)
@@ -259,6 +310,7 @@ func markdown(r *Results, chartErrs []string) string {
 		w("PgQ + pgqd, 100 idle queues at 100 Hz: %s/s of WAL in total.\n", human(idle.WALBytesPerSec))
 	}
 
+	cron16Section(w, r)
 	if r.WALPerTick > 0 {
 		w("\nWAL per materialized tick of one active queue (probe before pg_cron starts: N × (send; tick) − N × send, over N): **%.0f bytes** (pgquectl tick projects WAL/day with ticker.BytesPerTick).\n", r.WALPerTick)
 	}
@@ -271,7 +323,7 @@ func markdown(r *Results, chartErrs []string) string {
 			rate = fmt.Sprintf("idle (%d q)", p.Queues)
 		}
 		w("| %s | %s | %d | %s | %s | %s | %s | %.0f | %d/%d | %s | %s | %s | %s | %s | %s | %d | %d | %d | %d | %s | %s | %d→%d | %d | %.5f | %s | %.0f%% / %.0f%% |\n",
-			p.Name, p.System, p.Hz, rate, yes(p.HeldXmin), p.Wake, p.RotationLabel(), p.Seconds,
+			p.Name, systemLabel(p), p.Hz, rate, yes(p.HeldXmin), p.Wake, p.RotationLabel(), p.Seconds,
 			p.Consumed, p.Produced, f1(p.Latency.P50), f1(p.Latency.P95), f1(p.Latency.P99), f1(p.Latency.P999), f1(p.Latency.Max),
 			human(p.WALBytesPerSec), p.PeakDeadTick, p.PeakDeadSub, p.PeakDeadQueue, p.PeakDeadEvent,
 			f1(p.MaxTickGapMs), f1(p.MaxHandoverGapMs), p.CronRunsStart, p.CronRunsEnd, p.BackendsPeak, p.NotifyUsagePeak, f1(p.Bystander.P99),
@@ -299,6 +351,7 @@ func markdown(r *Results, chartErrs []string) string {
 			w("| %s | %.1f | %.3f | %.0f%% | %.0f%% |\n", g.At.UTC().Format("15:04:05.000"), g.Ms, g.At.Sub(g.At.Truncate(time.Minute)).Seconds(), 100*cpu, 100*io)
 		}
 	}
+	stallSection(w, r)
 	var slow []PhaseResult
 	for _, p := range r.Phases {
 		if p.System == SystemPgque && (p.Latency.Max > 60 || p.LockWaitsCount > 0) {
@@ -379,3 +432,87 @@ func human(v float64) string {
 	}
 	return fmt.Sprintf("%.0f B", v)
 }
+
+// systemLabel names the system with the axes the phases table has no
+// column for (cluster, arrivals, consumers).
+func systemLabel(p PhaseResult) string {
+	l := p.System
+	if p.Cron == Cron16 {
+		l += " · pg_cron 1.6"
+	}
+	if p.Arrivals == ArrivalsPoisson {
+		l += " · Poisson"
+	}
+	if p.Consumers > 1 {
+		l += fmt.Sprintf(" · %d consumers", p.Consumers)
+	}
+	return l
+}
+
+// cron16Section: the managed-provider comparison, PgQue 0.2.0 and
+// pgquectl on pg_cron 1.6, same cell, same run.
+func cron16Section(w func(string, ...any), r *Results) {
+	var rows []PhaseResult
+	for _, p := range r.Phases {
+		if p.Cron == Cron16 {
+			rows = append(rows, p)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	w("\n### pg_cron 1.6 (the managed-provider path): PgQue 0.2.0 and pgquectl side by side\n\n")
+	w("Same cluster, same run, one after the other; each system's own pg_cron jobs tick only during its phases. PgQue 0.2.0 ticks as its README says (`set_tick_period_ms(%d)`, `start()`: a `'1 second'` job running its `ticker_loop`), with `ticker_max_lag` set to the period (as for PgQ).\n\n", 10)
+	w("| phase | system | ev/s | p50 | p99 | max ms | max tick gap ms | handover gap ms (handovers) | stalls > 50 ms | dead tick | dead sub | dead event |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, p := range rows {
+		w("| %s | %s | %d | %s | %s | %s | %s | %s (%d) | %d | %d | %d | %d |\n", p.Name, systemLabel(p), p.Rate,
+			f1(p.Latency.P50), f1(p.Latency.P99), f1(p.Latency.Max), f1(p.MaxTickGapMs), f1(p.MaxHandoverGapMs), p.Handovers,
+			len(p.Stalls), p.PeakDeadTick, p.PeakDeadSub, p.PeakDeadEvent)
+	}
+}
+
+// stallSection: every tick gap over 50 ms (the largest per phase) with
+// what the machine and the server did meanwhile.
+func stallSection(w func(string, ...any), r *Results) {
+	found := false
+	for _, p := range r.Phases {
+		if len(p.Stalls) > 0 {
+			found = true
+		}
+	}
+	w("\n### Stall diagnostics: tick gaps over 50 ms\n\n")
+	if !found {
+		w("No tick gap over 50 ms in any phase.\n")
+		return
+	}
+	w("Per gap: whether a pg_cron run of the ticker started or ended in it (handover), the machine's CPU and I/O pressure over the gap (PSI `some`, sampled every 100 ms: the share of the time some task waited), checkpoints in progress (server log, `log_checkpoints`), and what the server logged meanwhile (the loop's round debug log where the engine has `ticker_debug_round_ms`, lock waits, warnings).\n")
+	for _, p := range r.Phases {
+		if len(p.Stalls) == 0 {
+			continue
+		}
+		w("\n**%s** (%s): %d gap(s) over 50 ms (largest %d shown)\n\n| from | gap ms | handover | CPU | I/O | checkpoint | server log |\n|---|---|---|---|---|---|---|\n",
+			p.Name, systemLabel(p), len(p.Stalls), min(len(p.Stalls), maxStalls))
+		for _, s := range p.Stalls {
+			cp := "—"
+			if len(s.Checkpoint) > 0 {
+				cp = mdCell(strings.Join(s.Checkpoint, " / "))
+			}
+			lg := "—"
+			if len(s.ServerLog) > 0 {
+				lg = mdCell(strings.Join(s.ServerLog, " / "))
+			}
+			w("| %s | %.1f | %s | %.0f%% | %.0f%% | %s | %s |\n", s.From.UTC().Format("15:04:05.000"), s.Ms, yesNo(s.Handover),
+				100*s.CPUPressure, 100*s.IOPressure, cp, lg)
+		}
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// mdCell makes s safe inside a markdown table cell.
+func mdCell(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ") }

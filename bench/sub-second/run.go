@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,21 @@ import (
 const (
 	pgqueDB = "pgque_bench"
 	pgqDB   = "pgq_bench"
+	// pgque020DB holds PgQue 0.2.0 on the pg_cron 1.6 cluster: pg_cron's
+	// own database there, as on a managed provider (its start() schedules
+	// with pg_cron in its database); our engine's jobs run in pgque_bench
+	// via cron.schedule_in_database.
+	pgque020DB = localpg.CronDatabase
 )
+
+// EnvPgCron16BinDir names the bin directory of a PostgreSQL 15 tree with
+// pg_cron 1.6 (scripts/pgcron16.sh builds one); unset, the pg_cron 1.6
+// phases are skipped with a note in the report.
+const EnvPgCron16BinDir = "PGQUE_PGCRON16_BINDIR"
+
+// EnvPgQue020SQL names PgQue 0.2.0's single-file install (pgque.sql);
+// unset, the PgQue 0.2.0 phases are skipped with a note in the report.
+const EnvPgQue020SQL = "PGQUE_PGQUE020_SQL"
 
 // Named setup statements.
 const (
@@ -52,6 +67,8 @@ type Machine struct {
 	PgCron      string `json:"pg_cron"`
 	PgQ         string `json:"pgq"`
 	Pgqd        string `json:"pgqd"`
+	PgCron16    string `json:"pg_cron_16,omitempty"` // pg_cron of the 1.6 cluster
+	PgQue020    string `json:"pgque_020,omitempty"`  // sha256 of PgQue 0.2.0's pgque.sql (prefix)
 	Engine      string `json:"pgque_engine"`
 	EngineSQL   string `json:"pgque_engine_sql_sha256"` // of the embedded install script
 	Go          string `json:"go"`
@@ -69,6 +86,8 @@ type Results struct {
 	// writes (probeWALPerTick), the basis of ticker.BytesPerTick.
 	WALPerTick float64       `json:"wal_bytes_per_tick"`
 	Phases     []PhaseResult `json:"phases"`
+	// Skipped: phases not run, with why (e.g. no pg_cron 1.6 build).
+	Skipped []string `json:"skipped,omitempty"`
 	// Interrupted: the run stopped early (signal); the phases done are kept.
 	Interrupted bool   `json:"interrupted,omitempty"`
 	Error       string `json:"error,omitempty"`
@@ -91,9 +110,13 @@ var clusterSettings = map[string]string{
 	"max_wal_size":       "'8GB'",
 	"checkpoint_timeout": "'1h'",
 	"max_connections":    "300",
-	// Diagnostics: log every lock wait longer than 100 ms (with its holder).
+	// Diagnostics: log every lock wait longer than 100 ms (with its holder),
+	// and checkpoints (the stall diagnostics match them to tick gaps).
 	"log_lock_waits":   "on",
 	"deadlock_timeout": "'100ms'",
+	"log_checkpoints":  "on",
+	// The diagnostics parse the log's timestamps: keep them in UTC.
+	"log_timezone": "'UTC'",
 }
 
 // Run runs the benchmark: it wipes and starts its own cluster, runs every
@@ -144,19 +167,79 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		connstr: fmt.Sprintf("host=%s port=%d user=%s", cluster.SocketDir, cluster.Port, localpg.Superuser)}
 	defer func() { _ = pgq.Close(context.Background()) }()
 
-	if err := setup(ctx, e, res, cfg); err != nil {
+	// The pg_cron 1.6 cluster, when its phases are asked for and built.
+	var e16 *env
+	var pgque16 *pgqueSystem
+	var p020 *pgque020System
+	var phases []Phase
+	for _, p := range cfg.Phases {
+		switch {
+		case p.Cron == Cron16 && cfg.PgCron16BinDir == "":
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %s is not set (scripts/pgcron16.sh builds PostgreSQL 15 with pg_cron 1.6)", p.Name, EnvPgCron16BinDir))
+		case p.System == SystemPgque020 && cfg.PgQue020SQL == "":
+			res.Skipped = append(res.Skipped, fmt.Sprintf("%s: %s is not set (the path of PgQue 0.2.0's pgque.sql)", p.Name, EnvPgQue020SQL))
+		default:
+			phases = append(phases, p)
+		}
+	}
+	if needsCron16(phases) {
+		c16, err := startCron16(ctx, cfg)
+		if err != nil {
+			return res, err
+		}
+		defer func() {
+			if !cfg.KeepCluster {
+				_ = c16.Stop(context.Background())
+			}
+		}()
+		e16 = &env{cfg: cfg, dsn: c16.DSN, cronDB: localpg.CronDatabase, serverLog: c16.LogFile}
+	}
+
+	if err := setup(ctx, e, res, cfg, e16); err != nil {
 		return res, err
 	}
 	defer func() { // leave no job ticking a cluster we stop
-		if c, err := e.connect(context.Background(), pgqueDB, "bench-cleanup"); err == nil {
-			_, _ = cron.Unregister(context.Background(), c)
-			_ = c.Close(context.Background())
+		for _, ce := range []*env{e, e16} {
+			if ce == nil {
+				continue
+			}
+			if c, err := ce.connect(context.Background(), pgqueDB, "bench-cleanup"); err == nil {
+				_, _ = cron.Unregister(context.Background(), c)
+				_ = c.Close(context.Background())
+			}
 		}
 	}()
+	if e16 != nil {
+		register := func(ctx context.Context) error { // ours on: the phase's ticker
+			c, err := e16.connect(ctx, pgqueDB, "bench-setup")
+			if err != nil {
+				return err
+			}
+			defer c.Close(context.WithoutCancel(ctx))
+			if _, _, err := cron.Register(ctx, c); err != nil {
+				return fmt.Errorf("registering our pg_cron jobs on the pg_cron 1.6 cluster: %w", err)
+			}
+			return nil
+		}
+		pause := func(ctx context.Context) error { // ours off while the peer runs
+			c, err := e16.connect(ctx, pgqueDB, "bench-setup")
+			if err != nil {
+				return err
+			}
+			defer c.Close(context.WithoutCancel(ctx))
+			if _, err := cron.Unregister(ctx, c); err != nil {
+				return fmt.Errorf("pausing our pg_cron jobs: %w", err)
+			}
+			return nil
+		}
+		pgque16 = &pgqueSystem{db: pgqueDB, prepare: register}
+		p020 = &pgque020System{pgqueSystem: pgqueSystem{db: pgque020DB, prepare: pause},
+			connect: func(ctx context.Context) (*pgx.Conn, error) { return e16.connect(ctx, pgque020DB, "bench-setup") }}
+	}
 
 	// Progress bar over the measured seconds.
 	var total time.Duration
-	for _, p := range cfg.Phases {
+	for _, p := range phases {
 		total += p.Duration
 	}
 	var bar *progressbar.ProgressBar
@@ -176,17 +259,25 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			_ = bar.Set64(int64((done + min(elapsed, total)) / time.Second))
 		}
 	}
+	if e16 != nil {
+		e16.progress = e.progress
+	}
 
-	for i, p := range cfg.Phases {
+	for i, p := range phases {
 		if ctx.Err() != nil {
 			break
 		}
-		sys := system(pgque)
-		if p.System == SystemPgQ {
+		pe, sys := e, system(pgque)
+		switch {
+		case p.System == SystemPgQ:
 			sys = pgq
+		case p.System == SystemPgque020:
+			pe, sys = e16, p020
+		case p.Cron == Cron16:
+			pe, sys = e16, pgque16
 		}
-		log.Info("phase", "n", i+1, "of", len(cfg.Phases), "name", p.Name, "duration", p.Duration)
-		r, err := runPhase(ctx, e, sys, p)
+		log.Info("phase", "n", i+1, "of", len(phases), "name", p.Name, "duration", p.Duration)
+		r, err := runPhase(ctx, pe, sys, p)
 		done += p.Duration
 		if err != nil && !errors.Is(err, context.Canceled) {
 			r.Errors = append(r.Errors, err.Error())
@@ -211,8 +302,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 }
 
 // setup creates both databases, installs the engine, registers its pg_cron
-// jobs and waits for the first ticker_loop run.
-func setup(ctx context.Context, e *env, res *Results, cfg Config) error {
+// jobs and waits for the first ticker_loop run. With e16 it prepares the
+// pg_cron 1.6 cluster too (while pg_cron 1.4 waits for its minute).
+func setup(ctx context.Context, e *env, res *Results, cfg Config, e16 *env) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.WarmupTimeout+2*time.Minute)
 	defer cancel()
 	pg, err := e.connect(ctx, e.cronDB, "bench-setup")
@@ -282,10 +374,20 @@ func setup(ctx context.Context, e *env, res *Results, cfg Config) error {
 		return fmt.Errorf("registering the pg_cron jobs: %w", err)
 	}
 	res.CronJobs = jobs
-	res.Machine = m
 	cfg.Log.Info("pg_cron jobs registered", "pg_cron", info.Version, "cron_db", info.Database, "jobs", len(jobs))
+	if e16 != nil {
+		if err := setupCron16(ctx, e16, cfg, &m, needsPgque020(cfg.Phases) && cfg.PgQue020SQL != ""); err != nil {
+			return err
+		}
+	}
+	res.Machine = m
 
-	// pg_cron 1.4 starts minute jobs at the next minute boundary.
+	// pg_cron 1.4 starts minute jobs at the next minute boundary. When the
+	// pg_cron 1.6 phases come first they run meanwhile; the first main
+	// phase's warm-up then waits for the loop (WarmupTimeout).
+	if e16 != nil && len(cfg.Phases) > 0 && cfg.Phases[0].Cron == Cron16 {
+		return nil
+	}
 	cfg.Log.Info("waiting for pg_cron to start the ticker loop (up to the next minute boundary)")
 	for {
 		var n int64
@@ -331,3 +433,127 @@ func machine() Machine {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func needsPgque020(ps []Phase) bool {
+	for _, p := range ps {
+		if p.System == SystemPgque020 {
+			return true
+		}
+	}
+	return false
+}
+
+func needsCron16(ps []Phase) bool {
+	for _, p := range ps {
+		if p.Cron == Cron16 {
+			return true
+		}
+	}
+	return false
+}
+
+// startCron16 wipes and starts the pg_cron 1.6 cluster (same settings as
+// the main one) from cfg.PgCron16BinDir.
+func startCron16(ctx context.Context, cfg Config) (*localpg.Cluster, error) {
+	bin, err := binariesIn(cfg.PgCron16BinDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%s: %w", EnvPgCron16BinDir, cfg.PgCron16BinDir, err)
+	}
+	opts := localpg.Options{StateDir: cfg.StateDir + "-pgcron16", Settings: clusterSettings, Log: cfg.Log, Binaries: &bin}
+	if c, err := localpg.Open(opts); err == nil {
+		if err := c.Destroy(context.WithoutCancel(ctx)); err != nil {
+			return nil, fmt.Errorf("resetting %s: %w", opts.StateDir, err)
+		}
+	}
+	cfg.Log.Info("starting the pg_cron 1.6 cluster", "state_dir", opts.StateDir, "bin", bin.BinDir)
+	c, err := localpg.EnsureRunning(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting the pg_cron 1.6 cluster: %w", err)
+	}
+	if !c.CronPreloaded {
+		_ = c.Stop(context.Background())
+		return nil, fmt.Errorf("%s has no pg_cron.so in %s", cfg.PgCron16BinDir, bin.PkgLibDir)
+	}
+	return c, nil
+}
+
+// binariesIn describes the PostgreSQL installation whose bin directory is
+// dir (through its own pg_config: the trees are relocatable).
+func binariesIn(dir string) (localpg.Binaries, error) {
+	out, err := exec.Command(filepath.Join(dir, "pg_config"), "--bindir", "--pkglibdir", "--version").Output()
+	if err != nil {
+		return localpg.Binaries{}, fmt.Errorf("running %s/pg_config: %w", dir, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 3 {
+		return localpg.Binaries{}, fmt.Errorf("unexpected pg_config output %q", out)
+	}
+	b := localpg.Binaries{BinDir: dir, PkgLibDir: strings.TrimSpace(lines[1])}
+	if f := strings.Fields(lines[2]); len(f) >= 2 {
+		b.Version = f[1]
+		major, _, _ := strings.Cut(b.Version, ".")
+		b.Major, _ = strconv.Atoi(major)
+	}
+	if b.Major == 0 {
+		return b, fmt.Errorf("cannot read the version from %q", lines[2])
+	}
+	return b, nil
+}
+
+// setupCron16 prepares the pg_cron 1.6 cluster: our engine in pgque_bench
+// with its jobs registered (pg_cron 1.6: '1 seconds' schedules), and PgQue
+// 0.2.0 in pgque020_bench (its jobs start with its phases).
+func setupCron16(ctx context.Context, e *env, cfg Config, m *Machine, peer bool) error {
+	pg, err := e.connect(ctx, localpg.CronDatabase, "bench-setup")
+	if err != nil {
+		return err
+	}
+	defer pg.Close(context.Background())
+	if _, err := pg.Exec(ctx, qCreateDB+pgx.Identifier{pgqueDB}.Sanitize()); err != nil {
+		return fmt.Errorf("pg_cron 1.6 cluster: creating database %s: %w", pgqueDB, err)
+	}
+	if _, err := pg.Exec(ctx, qCronExt); err != nil {
+		return fmt.Errorf("pg_cron 1.6 cluster: creating extension pg_cron: %w", err)
+	}
+	_ = pg.QueryRow(ctx, qExtVersionOf, "pg_cron").Scan(&m.PgCron16)
+
+	c, err := e.connect(ctx, pgqueDB, "bench-setup")
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	if _, err := install.Install(ctx, c, install.Options{Log: cfg.Log}); err != nil {
+		return fmt.Errorf("pg_cron 1.6 cluster: installing the engine: %w", err)
+	}
+	for _, s := range []string{qStattupleExt, qWalinspectExt, qBystanderTable, qBystanderFill} {
+		if _, err := c.Exec(ctx, s); err != nil {
+			return fmt.Errorf("pg_cron 1.6 cluster: preparing %s: %w", pgqueDB, err)
+		}
+	}
+	if _, _, err := cron.Register(ctx, c); err != nil {
+		return fmt.Errorf("pg_cron 1.6 cluster: registering the pg_cron jobs: %w", err)
+	}
+
+	if !peer {
+		return nil
+	}
+	script, err := os.ReadFile(cfg.PgQue020SQL)
+	if err != nil {
+		return fmt.Errorf("reading PgQue 0.2.0 (%s=%s): %w", EnvPgQue020SQL, cfg.PgQue020SQL, err)
+	}
+	m.PgQue020 = fmt.Sprintf("%x", sha256.Sum256(script))[:16]
+	q, err := e.connect(ctx, pgque020DB, "bench-setup")
+	if err != nil {
+		return err
+	}
+	defer q.Close(context.Background())
+	if _, err := q.Exec(ctx, string(script), pgx.QueryExecModeSimpleProtocol); err != nil {
+		return fmt.Errorf("installing PgQue 0.2.0 into %s: %w", pgque020DB, err)
+	}
+	for _, s := range []string{qStattupleExt, qWalinspectExt, qBystanderTable, qBystanderFill} {
+		if _, err := q.Exec(ctx, s); err != nil {
+			return fmt.Errorf("pg_cron 1.6 cluster: preparing %s: %w", pgque020DB, err)
+		}
+	}
+	return nil
+}

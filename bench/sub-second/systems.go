@@ -24,8 +24,9 @@ type system interface {
 	Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error
 	// Produce inserts n events in one transaction (committed) and returns their ids.
 	Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int64, error)
-	// Consume takes what is ready and acknowledges it; returns the event ids.
-	Consume(ctx context.Context, conn *pgx.Conn) ([]int64, error)
+	// Consume takes what is ready for consumer and acknowledges it; returns
+	// the event ids.
+	Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, error)
 	// Channel is the NOTIFY channel a LISTEN consumer waits on ("" = none).
 	Channel() string
 	// QueueID of the active queue (tick rows are keyed by it).
@@ -36,6 +37,8 @@ type system interface {
 	MetaTables() (tick, sub, queue string)
 	// EventSchema holds the event tables (names event_*).
 	EventSchema() string
+	// TickerJobLike matches the command of its pg_cron ticker job ("" = none).
+	TickerJobLike() string
 	// Finish ends the phase (stop daemons it started).
 	Finish(ctx context.Context) error
 	// Close releases everything at the end of the run.
@@ -48,6 +51,14 @@ const (
 	idleQueueFmt  = "idle_%03d"
 	receiveMax    = 10000
 )
+
+// consumerName is the i-th consumer of the active queue (0 = benchConsumer).
+func consumerName(i int) string {
+	if i == 0 {
+		return benchConsumer
+	}
+	return fmt.Sprintf("%s_%02d", benchConsumer, i)
+}
 
 // ---- pgque ---------------------------------------------------------------
 
@@ -65,9 +76,21 @@ const (
 	pqTicks         = `SELECT tick_id, tick_time FROM pgque.tick WHERE tick_queue = $1 AND tick_id > $2 ORDER BY tick_id`
 	pqVacuum        = `VACUUM pgque.tick, pgque.subscription, pgque.queue`
 	pqSettingsReset = `SELECT pgque.set_setting('meta_rotation_period_ms', NULL)`
+	// pqDebugRound turns on the loop's per-round debug log (rounds slower
+	// than the value, in ms) where the engine has the setting.
+	pqDebugRound = `SELECT pgque.set_setting(name, $1) FROM pgque.settings WHERE name = 'ticker_debug_round_ms'`
 )
 
-type pgqueSystem struct{ db string }
+// debugRoundMs: rounds of ticker_loop() slower than this are logged by the
+// engine (when it has ticker_debug_round_ms); the stall diagnostics read them.
+const debugRoundMs = "50"
+
+type pgqueSystem struct {
+	db string
+	// prepare, when set, runs first in Prepare (on the pg_cron 1.6 cluster:
+	// make sure our jobs are registered; PgQue 0.2.0's phases pause them).
+	prepare func(ctx context.Context) error
+}
 
 func (s *pgqueSystem) Name() string    { return SystemPgque }
 func (s *pgqueSystem) DB() string      { return s.db }
@@ -78,9 +101,15 @@ func (s *pgqueSystem) TickQuery() string {
 func (s *pgqueSystem) MetaTables() (string, string, string) {
 	return "pgque.tick", "pgque.subscription", "pgque.queue"
 }
-func (s *pgqueSystem) EventSchema() string { return "pgque" }
+func (s *pgqueSystem) EventSchema() string   { return "pgque" }
+func (s *pgqueSystem) TickerJobLike() string { return "%pgque.ticker_loop()%" }
 
 func (s *pgqueSystem) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error {
+	if s.prepare != nil {
+		if err := s.prepare(ctx); err != nil {
+			return err
+		}
+	}
 	steps := []struct {
 		what string
 		sql  string
@@ -89,6 +118,7 @@ func (s *pgqueSystem) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) erro
 		{"dropping old queues", pqDropQueue, nil},
 		{"setting the tick period", pqSetPeriod, []any{p.Period().Milliseconds()}},
 		{"setting the rotation period", pqSettingsReset, nil},
+		{"turning on the round debug log", pqDebugRound, []any{debugRoundMs}},
 	}
 	for _, st := range steps {
 		if _, err := conn.Exec(ctx, st.sql, st.args...); err != nil {
@@ -104,8 +134,10 @@ func (s *pgqueSystem) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) erro
 		if _, err := conn.Exec(ctx, pqCreateQueue, benchQueue); err != nil {
 			return fmt.Errorf("pgque: creating the queue: %w", err)
 		}
-		if _, err := conn.Exec(ctx, pqSubscribe, benchQueue, benchConsumer); err != nil {
-			return fmt.Errorf("pgque: subscribing: %w", err)
+		for i := range p.Consumers {
+			if _, err := conn.Exec(ctx, pqSubscribe, benchQueue, consumerName(i)); err != nil {
+				return fmt.Errorf("pgque: subscribing: %w", err)
+			}
 		}
 	}
 	for i := range idleQueues(p) {
@@ -142,8 +174,8 @@ func (s *pgqueSystem) Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-func (s *pgqueSystem) Consume(ctx context.Context, conn *pgx.Conn) ([]int64, error) {
-	rows, err := conn.Query(ctx, pqReceive, benchQueue, benchConsumer, receiveMax)
+func (s *pgqueSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, error) {
+	rows, err := conn.Query(ctx, pqReceive, benchQueue, consumer, receiveMax)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +239,8 @@ func (s *pgqSystem) TickQuery() string { return pgqTicks }
 func (s *pgqSystem) MetaTables() (string, string, string) {
 	return "pgq.tick", "pgq.subscription", "pgq.queue"
 }
-func (s *pgqSystem) EventSchema() string { return "pgq" }
+func (s *pgqSystem) EventSchema() string   { return "pgq" }
+func (s *pgqSystem) TickerJobLike() string { return "" }
 
 func (s *pgqSystem) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error {
 	if err := s.Finish(ctx); err != nil {
@@ -230,9 +263,18 @@ func (s *pgqSystem) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error 
 		for _, st := range []struct {
 			sql  string
 			args []any
-		}{{pgqCreateQueue, []any{q}}, {pgqQueueConfig, []any{q, lag}}, {pgqRegister, []any{q, benchConsumer}}} {
+		}{{pgqCreateQueue, []any{q}}, {pgqQueueConfig, []any{q, lag}}} {
 			if _, err := conn.Exec(ctx, st.sql, st.args...); err != nil {
 				return fmt.Errorf("pgq: preparing queue %s: %w", q, err)
+			}
+		}
+		n := 1
+		if q == benchQueue {
+			n = p.Consumers
+		}
+		for i := range n {
+			if _, err := conn.Exec(ctx, pgqRegister, q, consumerName(i)); err != nil {
+				return fmt.Errorf("pgq: registering on %s: %w", q, err)
 			}
 		}
 	}
@@ -277,9 +319,9 @@ func (s *pgqSystem) Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int64
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-func (s *pgqSystem) Consume(ctx context.Context, conn *pgx.Conn) ([]int64, error) {
+func (s *pgqSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, error) {
 	var batch *int64
-	if err := conn.QueryRow(ctx, pgqNextBatch, benchQueue, benchConsumer).Scan(&batch); err != nil {
+	if err := conn.QueryRow(ctx, pgqNextBatch, benchQueue, consumer).Scan(&batch); err != nil {
 		return nil, err
 	}
 	if batch == nil {
@@ -343,4 +385,82 @@ func killStalePgqd(dir string) {
 	if p, err := os.FindProcess(pid); err == nil {
 		_ = p.Signal(syscall.SIGTERM)
 	}
+}
+
+// ---- PgQue 0.2.0 (the peer) -------------------------------------------------
+
+// Named statements of the PgQue 0.2.0 driver. Its SQL API for sending and
+// receiving is the one our engine keeps (send_batch, receive, ack), so the
+// pgque driver's Produce / Consume serve it; setup and ticking differ.
+const (
+	p020SetPeriod = `SELECT pgque.set_tick_period_ms($1::int)`
+	p020Start     = `SELECT pgque.start()`
+	p020Stop      = `SELECT pgque.stop()`
+	// Its ticker() ticks a queue only when ticker_max_count events or
+	// ticker_max_lag of time accumulated (PgQ thresholds, 500 / 3 s by
+	// default): as for PgQ + pgqd, the lag threshold is set to the period.
+	p020MaxLag = `SELECT pgque.set_queue_config($1, 'ticker_max_lag', $2)`
+	p020Vacuum = `VACUUM pgque.tick, pgque.subscription, pgque.queue`
+)
+
+// pgque020System is PgQue 0.2.0 in its own database of the pg_cron 1.6
+// cluster, ticked by its own pg_cron job during its phases only (our jobs
+// in the other database are paused meanwhile by the run).
+type pgque020System struct {
+	pgqueSystem
+	// connect opens a session on its database (for Finish).
+	connect func(ctx context.Context) (*pgx.Conn, error)
+}
+
+func (s *pgque020System) Name() string          { return SystemPgque020 }
+func (s *pgque020System) TickerJobLike() string { return "%pgque.ticker_loop()%" }
+
+func (s *pgque020System) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error {
+	if s.prepare != nil {
+		if err := s.prepare(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.Exec(ctx, pqDropQueue); err != nil {
+		return fmt.Errorf("pgque 0.2.0: dropping old queues: %w", err)
+	}
+	if p.Rate > 0 {
+		for _, st := range []struct {
+			sql  string
+			args []any
+		}{{pqCreateQueue, []any{benchQueue}}, {p020MaxLag, []any{benchQueue, fmt.Sprintf("%d ms", p.Period().Milliseconds())}}} {
+			if _, err := conn.Exec(ctx, st.sql, st.args...); err != nil {
+				return fmt.Errorf("pgque 0.2.0: creating the queue: %w", err)
+			}
+		}
+		for i := range p.Consumers {
+			if _, err := conn.Exec(ctx, pqSubscribe, benchQueue, consumerName(i)); err != nil {
+				return fmt.Errorf("pgque 0.2.0: subscribing: %w", err)
+			}
+		}
+	}
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{{p020SetPeriod, []any{p.Period().Milliseconds()}}, {p020Start, nil}, {p020Vacuum, nil}} {
+		if _, err := conn.Exec(ctx, st.sql, st.args...); err != nil {
+			return fmt.Errorf("pgque 0.2.0: %s: %w", st.sql, err)
+		}
+	}
+	return nil
+}
+
+// Finish unschedules its pg_cron jobs (pgque.stop()).
+func (s *pgque020System) Finish(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := s.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.WithoutCancel(ctx))
+	if _, err := c.Exec(ctx, p020Stop); err != nil {
+		return fmt.Errorf("pgque 0.2.0: stop(): %w", err)
+	}
+	return nil
 }

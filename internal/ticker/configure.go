@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -525,42 +524,6 @@ func TurnOff(ctx context.Context, c config.Connection) (int, error) {
 	defer conn.Close(context.WithoutCancel(ctx))
 	return Off(ctx, conn)
 }
-
-// Serve is `pgquectl tick --run`: it sets the tick period (no pg_cron jobs),
-// warns when pg_cron jobs of ours tick the same database, then runs the
-// daemon until ctx ends (SIGTERM / SIGINT).
-func Serve(ctx context.Context, c config.Connection, o Options, log *slog.Logger) error {
-	o.NoCron, o.DryRun = true, false
-	cc, err := db.ParseConfig(c)
-	if err != nil {
-		return err
-	}
-	conn, err := db.ConnectConfig(ctx, cc)
-	if err != nil {
-		return err
-	}
-	_, err = Configure(ctx, conn, o)
-	if err == nil {
-		if info, derr := cron.Detect(ctx, conn); derr == nil {
-			if jobs, _ := cron.Jobs(ctx, conn, info); len(jobs) > 0 {
-				log.Warn("pg_cron jobs of ours also tick this database; run `pgquectl tick --off` to leave ticking to this daemon", "jobs", len(jobs))
-			}
-		}
-	}
-	_ = conn.Close(context.WithoutCancel(ctx))
-	if err != nil {
-		return err
-	}
-	d, err := New(Config{ConnConfig: cc, Period: o.Period, Logger: log})
-	if err != nil {
-		return err
-	}
-	if err := d.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
-}
-
 // CurrentStatus connects with c and runs ReadStatus: `pgquectl tick` alone.
 func CurrentStatus(ctx context.Context, c config.Connection) (Status, error) {
 	conn, err := db.Connect(ctx, c)

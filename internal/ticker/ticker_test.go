@@ -66,6 +66,12 @@ func (s setup) lastTick(t *testing.T) int64 {
 // daemon starts a ticker daemon on s's database, stopped at cleanup.
 func (s setup) daemon(t *testing.T, name string) (*ticker.Daemon, context.CancelFunc) {
 	t.Helper()
+	return s.daemonWith(t, name, nil)
+}
+
+// daemonWith is daemon with a hook that adjusts the config before New.
+func (s setup) daemonWith(t *testing.T, name string, adjust func(*ticker.Config)) (*ticker.Daemon, context.CancelFunc) {
+	t.Helper()
 	cc, err := pgx.ParseConfig(s.dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +80,12 @@ func (s setup) daemon(t *testing.T, name string) (*ticker.Daemon, context.Cancel
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
-	d, err := ticker.New(ticker.Config{ConnConfig: cc, Period: 10 * time.Millisecond, StandbyPoll: 100 * time.Millisecond,
-		BackoffMin: 50 * time.Millisecond, BackoffMax: time.Second, Logger: log.With("daemon", name)})
+	cfg := ticker.Config{ConnConfig: cc, Period: 10 * time.Millisecond, StandbyPoll: 100 * time.Millisecond,
+		BackoffMin: 50 * time.Millisecond, BackoffMax: time.Second, Logger: log.With("daemon", name)}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	d, err := ticker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +149,12 @@ func TestDaemonIdleQueueDoesNotTick(t *testing.T) {
 	eventually(t, "the daemon ran more rounds", func() bool { return d.Stats().Rounds > 50 })
 	last := s.lastTick(t)
 	rounds := d.Stats().Rounds
-	eventually(t, "50 more rounds", func() bool { return d.Stats().Rounds > rounds+50 })
-	if got := s.lastTick(t); got != last {
-		t.Fatalf("an idle queue ticked: last tick %d -> %d over 50 rounds at a 10 ms period", last, got)
+	eventually(t, "100 more rounds", func() bool { return d.Stats().Rounds > rounds+100 })
+	// The engine may re-tick once after a tick when a transaction that was
+	// in progress at it ends (any database's: xids are cluster-wide, and
+	// other tests run beside this one); never more.
+	if got := s.lastTick(t); got > last+1 {
+		t.Fatalf("an idle queue ticked: last tick %d -> %d over 100 rounds at a 10 ms period", last, got)
 	}
 }
 

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTickGapsCountHandoversFromRuns(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	ticks := []time.Time{ms(0), ms(10), ms(20), ms(320), ms(330), ms(400), ms(1400), ms(1410)}
+	// Run 1 ends at 25 ms, run 2 starts at 310 ms (the 300 ms gap is a
+	// handover); the 1000 ms gap has no run boundary in it; run 2 hands
+	// over to run 3 at 1405 ms, inside the 10 ms gap.
+	runs := []span{{ms(-500), ms(25)}, {ms(310), ms(1405)}, {ms(1405), time.Time{}}}
+	maxGap, maxHandover, handovers := tickGaps(ticks, ms(0), ms(2000), runs)
+	if maxGap != 1000 {
+		t.Errorf("max gap %v, want 1000", maxGap)
+	}
+	if maxHandover != 300 {
+		t.Errorf("max handover gap %v, want 300 (the gap holding run 2's start)", maxHandover)
+	}
+	if handovers != 2 {
+		t.Errorf("handovers %d, want 2 (runs started inside the span)", handovers)
+	}
+	if _, h, n := tickGaps(ticks, ms(0), ms(2000), nil); h != 0 || n != 0 {
+		t.Errorf("without pg_cron runs: handover gap %v, handovers %d; want 0, 0", h, n)
+	}
+}
+
+func TestStallsDiagnoseGaps(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	log := strings.Join([]string{
+		"2026-12-01 06:59:59.000 UTC [10] LOG:  checkpoint starting: time",
+		"2026-12-01 07:00:00.150 UTC [11] LOG:  pgque: slow ticker round 120 ms",
+		"2026-12-01 07:00:00.900 UTC [10] LOG:  checkpoint complete: wrote 10 buffers",
+		"2026-12-01 07:00:05.000 UTC [12] LOG:  unrelated",
+	}, "\n")
+	path := filepath.Join(t.TempDir(), "postgresql.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ticks := []time.Time{ms(0), ms(10), ms(130), ms(140), ms(180), ms(4000), ms(4010)}
+	// PSI: CPU busy half of the time, I/O a quarter, every 100 ms.
+	var psi []psiPoint
+	for i := 0; i <= 50; i++ {
+		psi = append(psi, psiPoint{ms(i * 100), int64(i) * 50_000, int64(i) * 25_000})
+	}
+	got := stalls(ticks, ms(0), ms(5000), psi, path, nil)
+	if len(got) != 2 {
+		t.Fatalf("%d stalls, want 2 (120 ms and 3820 ms; 40 ms is under the threshold): %+v", len(got), got)
+	}
+	big, small := got[0], got[1]
+	if big.Ms != 3820 || small.Ms != 120 {
+		t.Fatalf("stalls %v / %v ms, want 3820 / 120, largest first", big.Ms, small.Ms)
+	}
+	if len(small.Checkpoint) != 2 || !strings.Contains(small.Checkpoint[0], "checkpoint starting") {
+		t.Errorf("the 120 ms gap ran during a checkpoint: %q", small.Checkpoint)
+	}
+	if len(small.ServerLog) != 1 || !strings.Contains(small.ServerLog[0], "slow ticker round") {
+		t.Errorf("the 120 ms gap's server log: %q", small.ServerLog)
+	}
+	if len(big.Checkpoint) != 2 { // the checkpoint ended at 900 ms, inside (180, 4000)
+		t.Errorf("the 3820 ms gap overlaps the checkpoint: %q", big.Checkpoint)
+	}
+	if small.CPUPressure < 0.49 || small.CPUPressure > 0.51 || small.IOPressure < 0.24 || small.IOPressure > 0.26 {
+		t.Errorf("pressure over the gap: CPU %.2f, I/O %.2f; want 0.50, 0.25", small.CPUPressure, small.IOPressure)
+	}
+}
