@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -206,4 +207,141 @@ func cronJobForTest(t *testing.T, engine *pgx.Conn) {
 		defer cancel()
 		_, _ = server.Exec(ctx, `SELECT cron.unschedule($1::bigint)`, id)
 	})
+}
+
+// tickerJobForTest registers, with pg_cron, a never-due ticker job named
+// like ours for the test database (pgque_ticker@<db>, CALL
+// pgque.ticker_loop()), and returns its id and a connection to the cron
+// database; job and runs are removed at cleanup.
+func tickerJobForTest(t *testing.T, engine *pgx.Conn) (int64, *pgx.Conn) {
+	t.Helper()
+	pgtest.RequireCron(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	server := pgtest.Conn(t, pgtest.Server(t))
+	var dbName string
+	if err := engine.QueryRow(ctx, `SELECT current_database()`).Scan(&dbName); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := server.QueryRow(ctx, `SELECT cron.schedule_in_database($1, '0 0 1 1 *', 'CALL pgque.ticker_loop()', $2)`,
+		"pgque_ticker@"+dbName, dbName).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = server.Exec(ctx, `SELECT cron.unschedule($1::bigint)`, id)
+		_, _ = server.Exec(ctx, `DELETE FROM cron.job_run_details WHERE jobid = $1`, id)
+	})
+	return id, server
+}
+
+// Run rows written the way pg_cron 1.4 writes them (observed on this
+// server with a job pointing at a port nothing listens on): a run that
+// could not connect is 'failed', 'connection failed', with no start_time,
+// end_time or job_pid.
+const (
+	sqlRunConnectionFailed = `INSERT INTO cron.job_run_details (jobid, runid, database, username, command, status, return_message)
+	                          SELECT j.jobid, nextval('cron.runid_seq'), j.database, j.username, j.command, 'failed', 'connection failed'
+	                            FROM cron.job j WHERE j.jobid = $1`
+	sqlRunSucceeded = `INSERT INTO cron.job_run_details (jobid, runid, job_pid, database, username, command, status, return_message, start_time, end_time)
+	                   SELECT j.jobid, nextval('cron.runid_seq'), 1, j.database, j.username, j.command, 'succeeded', 'CALL',
+	                          now() - interval '20 seconds', now() - interval '1 second'
+	                     FROM cron.job j WHERE j.jobid = $1`
+)
+
+// TestStatusCronConnectionFailedIsCrit: every run of the ticker job fails
+// before it starts ("connection failed", no start_time): --check is CRIT
+// (exit 2) naming the error, the job and ticking; it was OK before.
+func TestStatusCronConnectionFailedIsCrit(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	id, cron := tickerJobForTest(t, conn)
+	statusExec(t, cron, sqlRunSucceeded, id)
+	if code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0"); code != 0 {
+		t.Fatalf("one successful run: exit %d, %q %q", code, out, errOut)
+	}
+	for range 3 {
+		statusExec(t, cron, sqlRunConnectionFailed, id)
+	}
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0")
+	if code != 2 || !strings.HasPrefix(out, "PGQUE CRIT - ") {
+		t.Fatalf("runs failing with connection failed: exit %d (want 2), %q %q", code, out, errOut)
+	}
+	for _, want := range []string{"CRIT cron job pgque_ticker@", "failing: 3 run(s) failed since the last success", "connection failed",
+		"CRIT ticking: the pg_cron ticker job pgque_ticker@", "(cron.job nodename / nodeport)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--check lacks %q:\n%s", want, out)
+		}
+	}
+	// The table shows the failures counted in the window.
+	_, out, _ = statusMain(t, "status", "--dsn", dsn, "--sample", "0", "-o", "json")
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cron.Jobs) != 1 || r.Cron.Jobs[0].Failed != 3 || r.Cron.Jobs[0].Runs != 4 || r.Cron.Jobs[0].FailedSinceSuccess != 3 {
+		t.Errorf("job row: %+v", r.Cron.Jobs)
+	}
+}
+
+// TestStatusCronAndDaemonBothTick: a pg_cron ticker job that runs and a
+// ticker daemon leading at the same time → WARN; while the pg_cron loop
+// holds its liveness lock, the daemon stands by → OK.
+func TestStatusCronAndDaemonBothTick(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	id, cron := tickerJobForTest(t, conn)
+	statusExec(t, cron, sqlRunSucceeded, id)
+	leader := pgtest.Conn(t, dsn)
+	statusExec(t, leader, `SELECT pg_advisory_lock($1::int4, $2::int4)`, locks.ClassID, locks.TickerLeader)
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0")
+	if code != 1 || !strings.Contains(out, "WARN ticking: both pg_cron (job pgque_ticker@") ||
+		!strings.Contains(out, fmt.Sprintf("ticker daemon (pid %d", leader.PgConn().PID())) {
+		t.Fatalf("pg_cron and a daemon: exit %d (want 1), %q %q", code, out, errOut)
+	}
+	loop := pgtest.Conn(t, dsn)
+	statusExec(t, loop, `SELECT pg_advisory_lock($1::int4, $2::int4)`, locks.ClassID, locks.TickerLoop)
+	code, out, errOut = statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0")
+	if code != 0 {
+		t.Fatalf("daemon standing by for a live loop: exit %d (want 0), %q %q", code, out, errOut)
+	}
+	_, out, _ = statusMain(t, "status", "--dsn", dsn, "--sample", "0")
+	if want := fmt.Sprintf("pg_cron loop alive (pid %d holds the loop lock); ticker daemon pid %d stands by", loop.PgConn().PID(), leader.PgConn().PID()); !strings.Contains(out, want) {
+		t.Errorf("table lacks %q:\n%s", want, out)
+	}
+}
+
+// TestStatusTickingDowntime: without a standby, status says how long the
+// pg_cron loop was gone (the pause between two ticker runs) and whether it
+// is alive now.
+func TestStatusTickingDowntime(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	id, cron := tickerJobForTest(t, conn)
+	// A loop killed at -100 s; pg_cron started the next one 47 s later.
+	statusExec(t, cron, `INSERT INTO cron.job_run_details (jobid, runid, job_pid, database, username, command, status, return_message, start_time, end_time)
+	                     SELECT j.jobid, nextval('cron.runid_seq'), 1, j.database, j.username, j.command, s.status, '', now() - s.st, now() - s.en
+	                       FROM cron.job j,
+	                            (VALUES ('failed', interval '160 seconds', interval '100 seconds'),
+	                                    ('succeeded', interval '53 seconds', interval '1 second')) s (status, st, en)
+	                      WHERE j.jobid = $1`, id)
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--sample", "0", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Cron.LargestGap == nil || *r.Cron.LargestGap < 46.5 || *r.Cron.LargestGap > 47.5 || r.Cron.LoopAlive {
+		t.Errorf("largest gap %v, loop alive %v; want 47 s, not alive", r.Cron.LargestGap, r.Cron.LoopAlive)
+	}
+	if !strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticker runs in the last 10m0s: 47s") {
+		t.Errorf("ticking: %+v", r.Cron.Ticking)
+	}
 }

@@ -276,28 +276,42 @@ func scheduleInterval(s string) (float64, bool) {
 // isTickerJob says whether a job drives ticks.
 func isTickerJob(j pgstats.CronJob) bool { return strings.Contains(j.Command, "ticker") }
 
-// jobVerdict judges one of our pg_cron jobs at server time now.
+// jobVerdict judges one of our pg_cron jobs at server time now, by what its
+// runs achieved: a job whose newest finished run failed is CRIT whether or
+// not that run ever started (pg_cron records "connection failed" runs with
+// no start time); staleness is measured from the newest successful run (or
+// the run in progress), so failing runs do not count as a job that runs.
 func jobVerdict(j *JobRow, logRun bool, now time.Time, t Thresholds) Verdict {
 	if iv, known := scheduleInterval(j.Schedule); known {
 		j.Interval = &iv
 	}
-	if j.LastStart != nil {
-		s := now.Sub(*j.LastStart).Seconds()
+	var lastGood *time.Time // the newest successful start, or the run in progress
+	switch {
+	case j.RunningSince != nil:
+		lastGood = j.RunningSince
+	case j.LastSuccessStart != nil:
+		lastGood = j.LastSuccessStart
+	}
+	if lastGood != nil {
+		s := now.Sub(*lastGood).Seconds()
 		j.SinceLastRun = &s
 	}
-	if j.Failed > 0 {
-		msg, _, _ := strings.Cut(strings.TrimSpace(j.LastFailureMessage), "\n")
-		at := ""
-		if j.LastFailureStart != nil {
-			at = " at " + j.LastFailureStart.UTC().Format(time.RFC3339)
+	if j.LastFinishedStatus == "failed" && j.RunningSince == nil {
+		since := "no run of it succeeded among the recent runs"
+		if j.LastSuccessEnd != nil {
+			since = "the last success ended " + dur(now.Sub(*j.LastSuccessEnd).Seconds()) + " ago"
 		}
-		return crit("%d failed run(s) in the last %s; latest%s: %s (see cron.job_run_details, jobid %d)",
-			j.Failed, dur(t.CronWindow.Seconds()), at, msg, j.JobID)
+		return crit("failing: %d run(s) failed since the last success (%s); latest: %s (jobid %d, cron.job_run_details)%s",
+			j.FailedSinceSuccess, since, firstLine(j.LastFailureMessage), j.JobID, failureHint(j.CronJob))
 	}
 	if !j.Active {
 		return warn("job is inactive: it does not run (pgquectl tick re-registers it)")
 	}
-	if j.LastStart == nil {
+	if j.Failed > 0 {
+		return warn("%d failed run(s) in the last %s, the newest finished run succeeded; latest failure: %s (jobid %d)",
+			j.Failed, dur(t.CronWindow.Seconds()), firstLine(j.LastFailureMessage), j.JobID)
+	}
+	if lastGood == nil {
 		if !logRun {
 			return unknown("cron.log_run is off: pg_cron keeps no run history to judge this job by")
 		}
@@ -305,22 +319,36 @@ func jobVerdict(j *JobRow, logRun bool, now time.Time, t Thresholds) Verdict {
 		// ticker that never runs shows up as tick lag instead.
 		return ok("no run recorded yet (a new job's first run is at most one schedule interval away)")
 	}
-	if j.Interval != nil {
+	if j.Interval != nil && j.RunningSince == nil {
 		warnAt := t.CronStaleWarnFactor**j.Interval + t.CronStaleGrace.Seconds()
 		critAt := t.CronStaleCritFactor**j.Interval + t.CronStaleGrace.Seconds()
 		switch {
 		case t.CronStaleCritFactor > 0 && *j.SinceLastRun >= critAt:
-			return crit("newest run started %s ago, schedule %q (CRIT from %s): is the pg_cron launcher running? (check max_worker_processes / the server log)",
+			return crit("newest successful run started %s ago, schedule %q (CRIT from %s): is the pg_cron launcher running? (check max_worker_processes / the server log)",
 				dur(*j.SinceLastRun), j.Schedule, dur(critAt))
 		case t.CronStaleWarnFactor > 0 && *j.SinceLastRun >= warnAt:
-			return warn("newest run started %s ago, schedule %q (WARN from %s)", dur(*j.SinceLastRun), j.Schedule, dur(warnAt))
-		}
-		if j.LastSuccessEnd != nil && t.CronStaleCritFactor > 0 && j.LastStatus != "running" &&
-			now.Sub(*j.LastSuccessEnd).Seconds() >= critAt {
-			return warn("runs start but none succeeded for %s (last status %s)", dur(now.Sub(*j.LastSuccessEnd).Seconds()), j.LastStatus)
+			return warn("newest successful run started %s ago, schedule %q (WARN from %s)", dur(*j.SinceLastRun), j.Schedule, dur(warnAt))
 		}
 	}
-	return ok("last run %s, started %s ago", j.LastStatus, dur(*j.SinceLastRun))
+	if j.RunningSince != nil {
+		return ok("running since %s ago", dur(*j.SinceLastRun))
+	}
+	return ok("last run succeeded, started %s ago", dur(*j.SinceLastRun))
+}
+
+// firstLine is the first line of a server message, trimmed.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// failureHint says what usually fixes a failure pg_cron reports.
+func failureHint(j pgstats.CronJob) string {
+	if strings.Contains(j.LastFailureMessage, "connection failed") {
+		return fmt.Sprintf("; pg_cron could not connect to %s port %d (cron.job nodename / nodeport): check that the server listens there, cron.host, and pg_hba.conf for user %s",
+			j.NodeName, j.NodePort, j.Username)
+	}
+	return ""
 }
 
 func bytesText(b float64) string {

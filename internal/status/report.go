@@ -163,6 +163,19 @@ type CronSection struct {
 	RunningVerdict Verdict                  `json:"running_verdict"`
 	History        Verdict                  `json:"history"` // job_run_details size
 	Daemon         []pgstats.AdvisoryHolder `json:"daemon"`  // ticker daemon leader (granted) and standbys
+	// Loop: the session holding the pg_cron loop's liveness lock
+	// (pgque.ticker_loop() while it runs) and any waiting for it.
+	Loop []pgstats.AdvisoryHolder `json:"loop"`
+	// LoopAlive: the loop holds its lock, or pg_cron reports the ticker
+	// job's run in progress.
+	LoopAlive bool `json:"loop_alive"`
+	// DownFor: how long the queue with events waiting longest has gone
+	// without a tick, when that is over its WARN limit (nil otherwise).
+	DownFor *float64 `json:"down_for_s"`
+	// LargestGap: the longest pause between two runs of the ticker job in
+	// the cron window (nil when under a second or unknown), and when it began.
+	LargestGap   *float64   `json:"largest_gap_s"`
+	LargestGapAt *time.Time `json:"largest_gap_at"`
 	// Ticking says what drives the ticks of this database's queues.
 	Ticking  Verdict   `json:"ticking"`
 	Problems []Problem `json:"problems"`

@@ -191,7 +191,8 @@ func TestTickLagCrit(t *testing.T) {
 		t.Fatalf("queue check: %+v", q)
 	}
 	r := collect(t, c)
-	if tk := check(t, r, "ticking"); tk.Level != status.Warn || !strings.Contains(tk.Reason, "nothing ticks") {
+	if tk := check(t, r, "ticking"); tk.Level != status.Crit || !strings.Contains(tk.Reason, "ticking is down: queue orders has 2 events waiting") ||
+		!strings.Contains(tk.Reason, "nothing ticks") {
 		t.Errorf("ticking: %+v", tk)
 	}
 	if len(r.Queues.Rows) != 1 || r.Queues.Rows[0].NewEvents == nil || *r.Queues.Rows[0].NewEvents != 2 {
