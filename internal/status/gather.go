@@ -635,7 +635,6 @@ func grantedHolder(hs []pgstats.AdvisoryHolder) *pgstats.AdvisoryHolder {
 	return nil
 }
 
-
 func daemonText(h pgstats.AdvisoryHolder) string {
 	s := "application " + fmt.Sprintf("%q", h.Application)
 	if h.User != "" {
