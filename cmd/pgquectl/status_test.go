@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -344,4 +345,76 @@ func TestStatusTickingDowntime(t *testing.T) {
 	if !strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticker runs in the last 10m0s: 47s") {
 		t.Errorf("ticking: %+v", r.Cron.Ticking)
 	}
+}
+
+// TestStatusMonitorRoleFullOK: a NOSUPERUSER LOGIN role with the grants
+// docs/status.md documents gets a full OK (exit 0) from --check on a
+// healthy database that pg_cron ticks, although pg_cron's row-level
+// security hides the superuser's jobs from it.
+func TestStatusMonitorRoleFullOK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for pg_cron's minute schedule to start the ticker")
+	}
+	t.Parallel()
+	pgtest.RequireCron(t)
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	if out, errOut, code := runMain(t, "tick", "--hz", "10", "--dsn", dsn); code != 0 {
+		t.Fatalf("tick --hz 10: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Cleanup(func() { runMain(t, "tick", "--off", "--dsn", dsn) })
+	statusExec(t, conn, `SELECT pgque.create_queue('orders')`)
+	statusExec(t, conn, `SELECT pgque.subscribe('orders', 'billing')`)
+
+	// The documented grants (docs/status.md, "Running as a non-superuser").
+	role := fmt.Sprintf("status_monitor_%d", time.Now().UnixNano()%1_000_000_000)
+	server := pgtest.Conn(t, pgtest.Server(t))
+	statusExec(t, server, `CREATE ROLE `+role+` LOGIN NOSUPERUSER PASSWORD 'pw'`)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = server.Exec(ctx, `REVOKE ALL ON SCHEMA cron FROM `+role)
+		_, _ = server.Exec(ctx, `DROP ROLE `+role)
+	})
+	for _, g := range []string{`GRANT pg_monitor TO ROLE`, `GRANT pgque_reader TO ROLE`} {
+		statusExec(t, server, strings.ReplaceAll(g, "ROLE", role))
+	}
+	statusExec(t, server, `GRANT USAGE ON SCHEMA cron TO `+role)
+	monitorDSN := asUser(t, dsn, role, "pw")
+
+	// Wait until pg_cron's loop ticks an event through (its next minute).
+	statusExec(t, conn, `SELECT pgque.send('orders', 'x'::text)`)
+	deadline := time.Now().Add(100 * time.Second)
+	for {
+		var waiting int64
+		if err := conn.QueryRow(t.Context(), `SELECT ev_new FROM pgque.get_queue_info('orders')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pg_cron did not tick within 100 s")
+		}
+		time.Sleep(time.Second)
+	}
+	code, out, errOut := statusMain(t, "status", "--dsn", monitorDSN, "--check", "--sample", "100ms")
+	if code != 0 || !strings.HasPrefix(out, "PGQUE OK - ") {
+		t.Fatalf("monitor role with the documented grants: exit %d (want 0)\n%s%s", code, out, errOut)
+	}
+	_, out, _ = statusMain(t, "status", "--dsn", monitorDSN, "--sample", "0")
+	if !strings.Contains(out, "user "+role) {
+		t.Errorf("not run as %s:\n%s", role, out)
+	}
+}
+
+// asUser rewrites a postgres:// URL to log in as user.
+func asUser(t *testing.T, dsn, user, password string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
 }
