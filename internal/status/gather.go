@@ -320,6 +320,13 @@ func (c *Collector) bloat(ctx context.Context, r *Report) {
 		r.Bloat.Problems = appendProblem(r.Bloat.Problems, "pg_stat_user_tables", err, r)
 		return
 	}
+	method, err := pgstats.MeasureDead(qctx, c.conn, "pgque", ts)
+	if err != nil {
+		// The statistics' counts stay; say why they may overcount.
+		c.opts.Log.Debug("status: measuring dead tuples of the metadata tables", "err", err)
+		method = pgstats.DeadByStats
+	}
+	r.Bloat.MetadataMethod = method
 	r.Bloat.Tables = ts
 	r.Bloat.Families = families(ts, r.Thresholds)
 }

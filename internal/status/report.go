@@ -95,9 +95,13 @@ type ConsumerRow struct {
 
 // BloatSection: tables of schema pgque and their dead tuples per family.
 type BloatSection struct {
-	Families []FamilyRow         `json:"families"`
-	Tables   []pgstats.TableStat `json:"tables"`
-	Problems []Problem           `json:"problems"`
+	// MetadataMethod: how the dead tuples of the tick, subscription and
+	// cursor tables were measured: "pgstattuple" (exact), "pages" (an upper
+	// bound from their size) or "stats" (n_dead_tup, when neither worked).
+	MetadataMethod string              `json:"metadata_method"`
+	Families       []FamilyRow         `json:"families"`
+	Tables         []pgstats.TableStat `json:"tables"`
+	Problems       []Problem           `json:"problems"`
 }
 
 // FamilyRow sums the children of one table family against its bound.
