@@ -80,8 +80,12 @@ func TestStatusCheckExitCodes(t *testing.T) {
 		t.Errorf("-o xml: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = statusMain(t, "status", "--dsn", dsn, "--xmin-warn", "10m", "--xmin-crit", "1m")
-	if code != 2 || !strings.Contains(errOut, "xmin: WARN") {
+	if code != 2 || !strings.Contains(errOut, "xmin: WARN (10m0s) is above CRIT (1m0s)") {
 		t.Errorf("WARN above CRIT: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = statusMain(t, "status", "--dsn", dsn, "--consumer-lag-warn", "2h", "--consumer-lag-crit", "90m")
+	if code != 2 || !strings.Contains(errOut, "consumer lag: WARN (2h0m0s) is above CRIT (1h30m0s)") {
+		t.Errorf("consumer lag WARN above CRIT: exit %d, %q", code, errOut)
 	}
 }
 

@@ -37,7 +37,7 @@ func queueVerdict(row *QueueRow, t Thresholds) Verdict {
 	v := ok("ticking")
 	switch {
 	case lag.Paused:
-		v = warn("ticker paused (pgque.set_queue_config(%q, 'ticker_paused', 'false') resumes it)", row.Name)
+		v = warn("ticker paused (SELECT pgque.set_queue_config(%s, 'ticker_paused', 'false') resumes it)", quoteLiteral(row.Name))
 	case lag.NewEvents > 0 && lag.Lag == nil:
 		v = warn("%s waiting for a tick and the queue never ticked: is a ticker running? (pgquectl tick)", events(lag.NewEvents))
 	case lag.NewEvents > 0 && t.TickLagCritFactor > 0 && *lag.Lag >= row.TickLagCritAt:
@@ -78,9 +78,11 @@ func consumerVerdict(c pgstats.ConsumerInfo, t Thresholds) Verdict {
 	lag := *c.Lag
 	switch {
 	case t.ConsumerLagCrit > 0 && lag >= t.ConsumerLagCrit.Seconds():
-		return crit("%s to read, lag %s (CRIT from %s)", events(pending), dur(lag), dur(t.ConsumerLagCrit.Seconds()))
+		return crit("%s to read, lag %s (CRIT from %s): is the consumer running? Start it or add workers; if it is gone for good, SELECT pgque.unsubscribe(%s, %s) stops keeping events for it",
+			events(pending), dur(lag), dur(t.ConsumerLagCrit.Seconds()), quoteLiteral(c.Queue), quoteLiteral(c.Consumer))
 	case t.ConsumerLagWarn > 0 && lag >= t.ConsumerLagWarn.Seconds():
-		return warn("%s to read, lag %s (WARN from %s): is the consumer running?", events(pending), dur(lag), dur(t.ConsumerLagWarn.Seconds()))
+		return warn("%s to read, lag %s (WARN from %s): is the consumer running? (if it is gone for good: SELECT pgque.unsubscribe(%s, %s))",
+			events(pending), dur(lag), dur(t.ConsumerLagWarn.Seconds()), quoteLiteral(c.Queue), quoteLiteral(c.Consumer))
 	}
 	return ok("%s to read, lag %s", events(pending), dur(lag))
 }
@@ -197,7 +199,7 @@ func backendVerdict(b pgstats.Backend, user string, t Thresholds) Verdict {
 		return ok("%s (%s) holds the horizon %d xids back; its age in time is unknown (standby feedback?)", holderName(b), b.BackendType, b.XminAgeXIDs)
 	}
 	return ageVerdict(holderName(b), *b.XactAge, t,
-		fmt.Sprintf("end the transaction (the client must COMMIT/ROLLBACK) or pg_terminate_backend(%d)", b.PID))
+		fmt.Sprintf("end the transaction (the client must COMMIT/ROLLBACK) or SELECT pg_terminate_backend(%d)", b.PID))
 }
 
 // preparedVerdict judges a prepared transaction.
@@ -206,7 +208,7 @@ func preparedVerdict(p pgstats.PreparedXact, t Thresholds) Verdict {
 		return ok("in database %s: does not hold back this database's tables", p.Database)
 	}
 	return ageVerdict(fmt.Sprintf("prepared transaction %q (owner %s)", p.GID, p.Owner), p.Age, t,
-		fmt.Sprintf("COMMIT PREPARED or ROLLBACK PREPARED %s", quoteLiteral(p.GID)))
+		fmt.Sprintf("COMMIT PREPARED %s or ROLLBACK PREPARED %s", quoteLiteral(p.GID), quoteLiteral(p.GID)))
 }
 
 // slotVerdict judges a replication slot. Its age in time is unknown, so

@@ -131,10 +131,19 @@ func (t Thresholds) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: WARN (%v) is above CRIT (%v)", name, w, c))
 		}
 	}
-	pair("xmin", t.XminWarn.Seconds(), t.XminCrit.Seconds())
+	// Durations keep their units in the message: "WARN (10m0s) is above CRIT (1m0s)".
+	pairDur := func(name string, w, c time.Duration) {
+		if w < 0 || c < 0 {
+			errs = append(errs, fmt.Errorf("%s: thresholds must not be negative (WARN %s, CRIT %s)", name, w, c))
+		}
+		if c > 0 && w > c {
+			errs = append(errs, fmt.Errorf("%s: WARN (%s) is above CRIT (%s)", name, w, c))
+		}
+	}
+	pairDur("xmin", t.XminWarn, t.XminCrit)
 	pair("tick lag factor", t.TickLagWarnFactor, t.TickLagCritFactor)
-	pair("tick lag minimum", t.TickLagWarnMin.Seconds(), t.TickLagCritMin.Seconds())
-	pair("consumer lag", t.ConsumerLagWarn.Seconds(), t.ConsumerLagCrit.Seconds())
+	pairDur("tick lag minimum", t.TickLagWarnMin, t.TickLagCritMin)
+	pairDur("consumer lag", t.ConsumerLagWarn, t.ConsumerLagCrit)
 	pair("cron staleness factor", t.CronStaleWarnFactor, t.CronStaleCritFactor)
 	pair("notify", t.NotifyWarn, t.NotifyCrit)
 	pair("connections", t.ConnectionsWarn, t.ConnectionsCrit)
@@ -146,7 +155,7 @@ func (t Thresholds) Validate() error {
 		{"idle tick factor", t.IdleTickFactor}, {"rotation overdue factor", t.RotationOverdueFactor},
 		{"tick dead max", float64(t.TickDeadMax)}, {"subscription dead max", float64(t.SubscriptionDeadMax)},
 		{"cursor dead max", float64(t.CursorDeadMax)}, {"event dead max", float64(t.EventDeadMax)},
-		{"cron window", t.CronWindow.Seconds()}, {"cron stale grace", t.CronStaleGrace.Seconds()},
+		{"cron window", float64(t.CronWindow)}, {"cron stale grace", float64(t.CronStaleGrace)},
 		{"cron run details", float64(t.CronRunDetailsWarn)}, {"cron running share", t.CronRunningWarn},
 	} {
 		if f.v < 0 {
