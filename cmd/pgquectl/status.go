@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,6 +16,9 @@ import (
 )
 
 func init() { commands = append(commands, newStatusCmd) }
+
+// exitInterrupted is the exit code after Ctrl-C (128 + SIGINT, as shells report it).
+const exitInterrupted = 130
 
 // statusTimeout bounds one status run without --watch beyond its sample.
 const statusTimeout = 2 * time.Minute
@@ -56,6 +60,9 @@ monitoring-plugin convention; 3 also when the database cannot be reached).`,
 				defer cancel()
 			}
 			level, err := status.Run(ctx, o, cmd.OutOrStdout())
+			if errors.Is(err, status.ErrInterrupted) {
+				return exitCodeError{code: exitInterrupted, err: errors.New("status: interrupted (Ctrl-C): no report")}
+			}
 			if o.Check {
 				// The summary already says what is wrong: exit with the level alone.
 				return exitCodeError{code: level.ExitCode()}

@@ -422,3 +422,39 @@ func asUser(t *testing.T, dsn, user, password string) string {
 	u.User = url.UserPassword(user, password)
 	return u.String()
 }
+
+// TestStatusJSONNoNullsAndVersion: on a fresh install (no queues, slots,
+// prepared transactions, problems) every list in -o json is an array, never
+// null, so `jq '.xmin.slots[]'` works; the report carries schema_version 1.
+func TestStatusJSONNoNullsAndVersion(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "-o", "json", "--sample", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "null") {
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, ": null") {
+				t.Logf("null: %s", strings.TrimSpace(line))
+			}
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["schema_version"] != 1.0 {
+		t.Errorf("schema_version = %v, want 1", m["schema_version"])
+	}
+	for _, path := range [][]string{{"xmin", "slots"}, {"xmin", "prepared"}, {"queues", "rows"}, {"consumers", "rows"},
+		{"queues", "problems"}, {"engine", "problems"}, {"cron", "daemon"}, {"cron", "loop"}, {"wal", "problems"}} {
+		var cur any = m
+		for _, p := range path {
+			cur = cur.(map[string]any)[p]
+		}
+		if l, isList := cur.([]any); !isList || len(l) != 0 {
+			t.Errorf("%s = %#v, want []", strings.Join(path, "."), cur)
+		}
+	}
+}

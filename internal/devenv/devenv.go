@@ -20,8 +20,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/cron"
@@ -220,8 +220,7 @@ func stepDatabase(ctx context.Context, e *Env) error {
 	}
 	e.createdDB = true
 	_, err = conn.Exec(ctx, fmt.Sprintf(sqlCreateDatabase, pgx.Identifier{e.database()}.Sanitize()))
-	var pgErr *pgconn.PgError
-	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") { // duplicate_database: a concurrent dev
+	if err != nil && db.Code(err) != pgerrcode.DuplicateDatabase { // a concurrent dev created it
 		return fmt.Errorf("creating database %q: %w", e.database(), db.MapError(err))
 	}
 	fmt.Fprintf(e.Out, "database %q created\n", e.database())

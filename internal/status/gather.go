@@ -109,21 +109,32 @@ func (c *Collector) qctx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, c.opts.QueryTimeout)
 }
 
-// ErrUnreachable wraps the error of a collection that could not talk to the
-// database at all (the report's level is then UNKNOWN).
-var ErrUnreachable = errors.New("database unreachable")
+// ErrInterrupted: the collection was cancelled (Ctrl-C) before it finished;
+// the report is incomplete and says nothing about the database.
+var ErrInterrupted = errors.New("interrupted")
+
+func interrupted(r *Report) (*Report, error) {
+	r.Error = "interrupted before the report was complete"
+	finish(r)
+	return r, ErrInterrupted
+}
 
 // Collect gathers one report. The error is non-nil only when the database
-// cannot be reached (wrapping ErrUnreachable); the returned report then
-// carries Level UNKNOWN and the error text. Everything else (unreadable
+// cannot be read at all (classified by internal/db: errors.Is(err,
+// db.ErrUnreachable), db.ErrAuth, ...) or the collection was interrupted
+// (ErrInterrupted); the returned report then carries Level UNKNOWN and the
+// error text. Everything else (unreadable
 // sections, missing engine) is reported inside the report.
 func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 	began := time.Now()
 	r := &Report{Time: began, Thresholds: c.opts.Thresholds}
 	fail := func(err error) (*Report, error) {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return interrupted(r)
+		}
 		r.Error = err.Error()
 		finish(r)
-		return r, fmt.Errorf("%w: %w", ErrUnreachable, err)
+		return r, err
 	}
 	if err := c.connect(ctx); err != nil {
 		return fail(err)
@@ -133,7 +144,7 @@ func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 	cancel()
 	if err != nil {
 		c.Close(ctx)
-		return fail(fmt.Errorf("reading the session: %w", db.MapError(err)))
+		return fail(err)
 	}
 	r.Session = &sess
 	r.Time = sess.Now
@@ -171,6 +182,9 @@ func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 			c.walRate(r, start, end)
 			c.prev = end
 		}
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return interrupted(r) // what was read after the interrupt is incomplete
 	}
 	c.judgeTicking(r)
 	if c.conn.IsClosed() {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -12,14 +13,45 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// WriteJSON writes the whole report as indented JSON.
+// WriteJSON writes the whole report as indented JSON. Every list is a
+// JSON array, empty rather than null, so `jq '.xmin.slots[]'` works on
+// any report.
 func (r *Report) WriteJSON(w io.Writer) error {
+	r.SchemaVersion = SchemaVersion
+	emptyLists(reflect.ValueOf(r))
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(r); err != nil {
 		return fmt.Errorf("writing the JSON report: %w", err)
 	}
 	return nil
+}
+
+// emptyLists replaces every nil slice reachable from v (through pointers,
+// structs and slice elements) by an empty one.
+func emptyLists(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			emptyLists(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				emptyLists(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			}
+			return
+		}
+		for i := range v.Len() {
+			emptyLists(v.Index(i))
+		}
+	}
 }
 
 // WriteSummary writes the one-line summary (--check).

@@ -15,10 +15,18 @@ import (
 	"github.com/pgquectl/pgquectl/internal/pgstats"
 )
 
+// SchemaVersion is the version of the JSON report's layout (the
+// "schema_version" field): raised when a field is removed, renamed or
+// changes meaning; adding fields does not raise it. docs/status.md
+// describes version 1.
+const SchemaVersion = 1
+
 // Report is everything `pgquectl status` shows. JSON field names are stable.
 type Report struct {
-	Time  time.Time `json:"time"`
-	Level Level     `json:"level"` // the worst check: CRIT > WARN > UNKNOWN > OK
+	// SchemaVersion is set by WriteJSON (SchemaVersion).
+	SchemaVersion int       `json:"schema_version"`
+	Time          time.Time `json:"time"`
+	Level         Level     `json:"level"` // the worst check: CRIT > WARN > UNKNOWN > OK
 	// Summary is the one-line form printed by --check.
 	Summary string `json:"summary"`
 	// Error is set when the database could not be reached (Level UNKNOWN);

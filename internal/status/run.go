@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -57,6 +58,9 @@ func Run(ctx context.Context, o RunOptions, w io.Writer) (Level, error) {
 	defer c.Close(context.WithoutCancel(ctx))
 	if o.Watch <= 0 {
 		r, err := c.Collect(ctx)
+		if errors.Is(err, ErrInterrupted) {
+			return Unknown, err // nothing to report: the user stopped it
+		}
 		if werr := render(r, o, w, false); werr != nil {
 			return Unknown, werr
 		}
@@ -85,6 +89,17 @@ func Run(ctx context.Context, o RunOptions, w io.Writer) (Level, error) {
 	}
 }
 
+// isTerminal says whether w is a terminal: --watch clears the screen only
+// there, never in a file or a pipe.
+func isTerminal(w io.Writer) bool {
+	f, isFile := w.(*os.File)
+	if !isFile {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 func render(r *Report, o RunOptions, w io.Writer, watching bool) error {
 	switch {
 	case o.Format == FormatJSON:
@@ -92,7 +107,7 @@ func render(r *Report, o RunOptions, w io.Writer, watching bool) error {
 	case o.Check:
 		return r.WriteSummary(w)
 	}
-	if watching {
+	if watching && isTerminal(w) {
 		if _, err := io.WriteString(w, clearScreen); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
