@@ -25,7 +25,7 @@ const statusTimeout = 2 * time.Minute
 
 func newStatusCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "status [--sample 5s] [--check] [-o table|json] [--watch 2s] [threshold flags]",
+		Use:   "status [--sample 5s] [--check] [-o table|wide|json] [--watch 2s] [threshold flags]",
 		Short: "Is it healthy right now? Dead tuples, WAL rate, xmin holders, tick lag, cron health",
 		Long: `status reads one database and judges every check OK, WARN or CRIT:
 queues (tick lag against the tick period, rotation), consumers (lag),
@@ -43,6 +43,7 @@ fixes it and counts as UNKNOWN.
 monitoring-plugin convention; 3 also when the database cannot be reached).`,
 		Example: `  pgquectl status
   pgquectl status --check --sample 2s          # for Nagios / Icinga / cron
+  pgquectl status -o wide                      # every column
   pgquectl status -o json | jq '.checks[] | select(.level != "OK")'
   pgquectl status --watch 2s                   # refresh until Ctrl-C
   pgquectl status --xmin-warn 30s --xmin-crit 2m`,
@@ -76,7 +77,7 @@ monitoring-plugin convention; 3 also when the database cannot be reached).`,
 	f := cmd.Flags()
 	f.Duration("sample", 5*time.Second, "how long to sample the WAL rate (0: skip)")
 	f.Bool("check", false, "print a one-line summary and exit 0 OK / 1 WARN / 2 CRIT / 3 UNKNOWN")
-	f.StringP("output", "o", status.FormatTable, "output format: table or json")
+	f.StringP("output", "o", status.FormatTable, "output format: table (fits 120 columns), wide (every column) or json")
 	f.Duration("watch", 0, "refresh every interval until Ctrl-C (e.g. 2s)")
 	f.Duration("query-timeout", 10*time.Second, "bound for each query")
 	addThresholdFlags(f, status.DefaultThresholds())

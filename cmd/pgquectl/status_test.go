@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -76,15 +78,15 @@ func TestStatusCheckExitCodes(t *testing.T) {
 		t.Errorf("unreachable: exit %d, %q", code, out)
 	}
 	code, _, errOut := statusMain(t, "status", "--dsn", dsn, "-o", "xml")
-	if code != 2 || !strings.Contains(errOut, "table or json") {
+	if code != 2 || !strings.Contains(errOut, "table, wide or json") {
 		t.Errorf("-o xml: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = statusMain(t, "status", "--dsn", dsn, "--xmin-warn", "10m", "--xmin-crit", "1m")
-	if code != 2 || !strings.Contains(errOut, "xmin: WARN (10m0s) is above CRIT (1m0s)") {
+	if code != 2 || !strings.Contains(errOut, "xmin: WARN (10m) is above CRIT (1m)") {
 		t.Errorf("WARN above CRIT: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = statusMain(t, "status", "--dsn", dsn, "--consumer-lag-warn", "2h", "--consumer-lag-crit", "90m")
-	if code != 2 || !strings.Contains(errOut, "consumer lag: WARN (2h0m0s) is above CRIT (1h30m0s)") {
+	if code != 2 || !strings.Contains(errOut, "consumer lag: WARN (2h) is above CRIT (1h30m)") {
 		t.Errorf("consumer lag WARN above CRIT: exit %d, %q", code, errOut)
 	}
 }
@@ -346,7 +348,7 @@ func TestStatusTickingDowntime(t *testing.T) {
 	if r.Cron.LargestGap == nil || *r.Cron.LargestGap < 46.5 || *r.Cron.LargestGap > 47.5 || r.Cron.LoopAlive {
 		t.Errorf("largest gap %v, loop alive %v; want 47 s, not alive", r.Cron.LargestGap, r.Cron.LoopAlive)
 	}
-	if !strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticker runs in the last 10m0s: 47s") {
+	if !strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticker runs in the last 10m: 47s") {
 		t.Errorf("ticking: %+v", r.Cron.Ticking)
 	}
 }
@@ -455,6 +457,48 @@ func TestStatusJSONNoNullsAndVersion(t *testing.T) {
 		}
 		if l, isList := cur.([]any); !isList || len(l) != 0 {
 			t.Errorf("%s = %#v, want []", strings.Join(path, "."), cur)
+		}
+	}
+}
+
+// TestStatusTableWidth: the default tables fit 120 columns (with a 24-char
+// queue, a 16-char consumer, a held snapshot and pg_cron jobs); -o wide
+// shows every column.
+func TestStatusTableWidth(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	const queue, consumer = "orders_from_the_webshop1", "billing_service1"
+	statusExec(t, conn, `SELECT pgque.create_queue($1)`, queue)
+	statusExec(t, conn, `SELECT pgque.subscribe($1, $2)`, queue, consumer)
+	statusExec(t, conn, `SELECT pgque.send($1, 'x'::text)`, queue)
+	statusExec(t, conn, `SELECT pgque.force_next_tick($1)`, queue)
+	statusExec(t, conn, `SELECT pgque.ticker()`)
+	holder := pgtest.Conn(t, dsn)
+	statusExec(t, holder, `SET application_name = 'a reporting job, long name'`)
+	statusExec(t, holder, `BEGIN ISOLATION LEVEL REPEATABLE READ`)
+	statusExec(t, holder, `SELECT 1`)
+	cronJobForTest(t, conn)
+
+	isNote := regexp.MustCompile(`^  (OK|WARN|CRIT|UNKNOWN) +\S`)
+	_, out, errOut := statusMain(t, "status", "--dsn", dsn, "--sample", "100ms")
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > 120 && !isNote.MatchString(line) && !strings.HasPrefix(line, "PGQUE ") {
+			t.Errorf("table line of %d columns:\n%s", n, line)
+		}
+	}
+	for _, want := range []string{"QUEUES", queue, consumer, "PENDING", "LAST TICK", "PINNED BY", "XMIN HORIZON"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("default table lacks %q:\n%s%s", want, out, errOut)
+		}
+	}
+	_, wide, _ := statusMain(t, "status", "--dsn", dsn, "--sample", "100ms", "-o", "wide")
+	for _, want := range []string{"EV/S", "TICK ID", "META ROTATION EVERY / LAST", "OPEN BATCH", "APPLICATION", "a reporting job, long name", "FULL PAGES"} {
+		if !strings.Contains(wide, want) {
+			t.Errorf("-o wide lacks %q:\n%s", want, wide)
+		}
+		if strings.Contains(out, want) {
+			t.Errorf("the default table shows the wide-only %q", want)
 		}
 	}
 }

@@ -22,9 +22,20 @@ func dur(s float64) string {
 	case d < time.Minute:
 		return d.Round(100 * time.Millisecond).String()
 	case d < time.Hour:
-		return d.Round(time.Second).String()
+		return trimZeroUnits(d.Round(time.Second).String())
 	}
-	return d.Round(time.Minute).String()
+	return trimZeroUnits(d.Round(time.Minute).String())
+}
+
+// trimZeroUnits shortens "2h0m0s" to "2h" and "10m0s" to "10m".
+func trimZeroUnits(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // queueVerdict judges tick lag, pause and event-table rotation of a queue.

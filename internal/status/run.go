@@ -11,14 +11,15 @@ import (
 
 // Output formats.
 const (
-	FormatTable = "table"
+	FormatTable = "table" // the columns that fit 120 characters
+	FormatWide  = "wide"  // the tables with every column
 	FormatJSON  = "json"
 )
 
 // RunOptions are what `pgquectl status` passes in.
 type RunOptions struct {
 	Options
-	// Format is FormatTable or FormatJSON.
+	// Format is FormatTable, FormatWide or FormatJSON.
 	Format string
 	// Check prints the one-line summary (unless Format is JSON) and is
 	// what makes the caller turn the level into the exit code.
@@ -29,8 +30,8 @@ type RunOptions struct {
 
 // Validate checks the options a user typed.
 func (o RunOptions) Validate() error {
-	if o.Format != FormatTable && o.Format != FormatJSON {
-		return fmt.Errorf("output format %q: use table or json", o.Format)
+	if o.Format != FormatTable && o.Format != FormatWide && o.Format != FormatJSON {
+		return fmt.Errorf("output format %q: use table, wide or json", o.Format)
 	}
 	if o.Sample < 0 {
 		return errors.New("sample must not be negative")
@@ -111,6 +112,9 @@ func render(r *Report, o RunOptions, w io.Writer, watching bool) error {
 		if _, err := io.WriteString(w, clearScreen); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
+	}
+	if o.Format == FormatWide {
+		return r.WriteWide(w)
 	}
 	return r.WriteTable(w)
 }

@@ -133,11 +133,12 @@ func (t Thresholds) Validate() error {
 	}
 	// Durations keep their units in the message: "WARN (10m0s) is above CRIT (1m0s)".
 	pairDur := func(name string, w, c time.Duration) {
+		ws, cs := trimZeroUnits(w.String()), trimZeroUnits(c.String())
 		if w < 0 || c < 0 {
-			errs = append(errs, fmt.Errorf("%s: thresholds must not be negative (WARN %s, CRIT %s)", name, w, c))
+			errs = append(errs, fmt.Errorf("%s: thresholds must not be negative (WARN %s, CRIT %s)", name, ws, cs))
 		}
 		if c > 0 && w > c {
-			errs = append(errs, fmt.Errorf("%s: WARN (%s) is above CRIT (%s)", name, w, c))
+			errs = append(errs, fmt.Errorf("%s: WARN (%s) is above CRIT (%s)", name, ws, cs))
 		}
 	}
 	pairDur("xmin", t.XminWarn, t.XminCrit)
