@@ -84,56 +84,15 @@ monitoring-plugin convention; 3 also when the database cannot be reached).`,
 	return cmd
 }
 
-// thresholdFlags maps each threshold flag to its field, so the flag list,
-// its defaults and the reading of values stay in one table.
-func thresholdFlags(t *status.Thresholds) []struct {
-	name, help string
-	ptr        any
-} {
-	type fl = struct {
-		name, help string
-		ptr        any
-	}
-	return []fl{
-		{"xmin-warn", "xmin horizon held this long → WARN", &t.XminWarn},
-		{"xmin-crit", "xmin horizon held this long → CRIT", &t.XminCrit},
-		{"tick-lag-warn-factor", "events waiting and no tick for factor × tick period (classic: ticker_max_lag) → WARN", &t.TickLagWarnFactor},
-		{"tick-lag-warn-min", "tick lag WARN limit is never below this", &t.TickLagWarnMin},
-		{"tick-lag-crit-factor", "events waiting and no tick for factor × tick period (classic: ticker_max_lag) → CRIT", &t.TickLagCritFactor},
-		{"tick-lag-crit-min", "tick lag CRIT limit is never below this", &t.TickLagCritMin},
-		{"idle-tick-factor", "idle queue without a tick for factor × idle period → WARN (0: off)", &t.IdleTickFactor},
-		{"rotation-overdue-factor", "event tables not rotated for factor × rotation period → WARN (0: off)", &t.RotationOverdueFactor},
-		{"consumer-lag-warn", "consumer with pending events lagging this much → WARN (0: off)", &t.ConsumerLagWarn},
-		{"consumer-lag-crit", "consumer with pending events lagging this much → CRIT (0: off)", &t.ConsumerLagCrit},
-		{"tick-dead-max", "dead tuples in the tick tables above this → WARN", &t.TickDeadMax},
-		{"subscription-dead-max", "dead tuples in the subscription tables above this → WARN", &t.SubscriptionDeadMax},
-		{"cursor-dead-max", "dead tuples in the broker cursor tables above this → WARN", &t.CursorDeadMax},
-		{"event-dead-max", "dead tuples in the event tables above this → WARN", &t.EventDeadMax},
-		{"dead-crit-factor", "dead tuples at factor × bound → CRIT (0: off)", &t.DeadCritFactor},
-		{"cron-window", "a failed run of our pg_cron jobs within this window → CRIT", &t.CronWindow},
-		{"cron-stale-warn-factor", "newest run older than factor × schedule interval + grace → WARN", &t.CronStaleWarnFactor},
-		{"cron-stale-crit-factor", "newest run older than factor × schedule interval + grace → CRIT", &t.CronStaleCritFactor},
-		{"cron-stale-grace", "grace added to the cron staleness limits", &t.CronStaleGrace},
-		{"cron-run-details-warn", "cron.job_run_details rows above this → WARN (0: off)", &t.CronRunDetailsWarn},
-		{"cron-running-warn", "running jobs at this share of cron.max_running_jobs → WARN", &t.CronRunningWarn},
-		{"notify-warn", "NOTIFY queue usage (0..1) → WARN", &t.NotifyWarn},
-		{"notify-crit", "NOTIFY queue usage (0..1) → CRIT", &t.NotifyCrit},
-		{"connections-warn", "share of max_connections in use → WARN", &t.ConnectionsWarn},
-		{"connections-crit", "share of max_connections in use → CRIT", &t.ConnectionsCrit},
-		{"wal-warn", "WAL bytes/s → WARN (0: off)", &t.WALWarn},
-		{"wal-crit", "WAL bytes/s → CRIT (0: off)", &t.WALCrit},
-	}
-}
-
 func addThresholdFlags(f *pflag.FlagSet, def status.Thresholds) {
-	for _, fl := range thresholdFlags(&def) {
-		switch p := fl.ptr.(type) {
+	for _, fl := range status.ThresholdFlags(&def) {
+		switch p := fl.Ptr.(type) {
 		case *time.Duration:
-			f.Duration(fl.name, *p, fl.help)
+			f.Duration(fl.Name, *p, fl.Help)
 		case *float64:
-			f.Float64(fl.name, *p, fl.help)
+			f.Float64(fl.Name, *p, fl.Help)
 		case *int64:
-			f.Int64(fl.name, *p, fl.help)
+			f.Int64(fl.Name, *p, fl.Help)
 		}
 	}
 }
@@ -141,14 +100,14 @@ func addThresholdFlags(f *pflag.FlagSet, def status.Thresholds) {
 // statusOptions reads and validates the flags.
 func statusOptions(a *app) (status.RunOptions, error) {
 	var t status.Thresholds
-	for _, fl := range thresholdFlags(&t) {
-		switch p := fl.ptr.(type) {
+	for _, fl := range status.ThresholdFlags(&t) {
+		switch p := fl.Ptr.(type) {
 		case *time.Duration:
-			*p = a.v.GetDuration(fl.name)
+			*p = a.v.GetDuration(fl.Name)
 		case *float64:
-			*p = a.v.GetFloat64(fl.name)
+			*p = a.v.GetFloat64(fl.Name)
 		case *int64:
-			*p = a.v.GetInt64(fl.name)
+			*p = a.v.GetInt64(fl.Name)
 		}
 	}
 	c := a.conn()

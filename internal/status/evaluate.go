@@ -235,33 +235,6 @@ func slotVerdict(s pgstats.Slot) Verdict {
 	return ok("%s slot %q holds only catalog_xmin: pgque tables are not affected", s.Type, s.Name)
 }
 
-// notifyVerdict judges pg_notification_queue_usage().
-func notifyVerdict(u float64, t Thresholds) Verdict {
-	switch {
-	case t.NotifyCrit > 0 && u >= t.NotifyCrit:
-		return crit("NOTIFY queue %.1f%% full (CRIT from %.0f%%): a listener is not reading (a LISTEN session stuck in a transaction?)", u*100, t.NotifyCrit*100)
-	case t.NotifyWarn > 0 && u >= t.NotifyWarn:
-		return warn("NOTIFY queue %.1f%% full (WARN from %.0f%%): a listener is not reading", u*100, t.NotifyWarn*100)
-	}
-	return ok("NOTIFY queue %.2f%% used", u*100)
-}
-
-// connectionsVerdict judges client connections against the limit.
-func connectionsVerdict(c *ConnectionsSection, t Thresholds) Verdict {
-	limit := c.MaxConnections - c.ReservedSuperuser
-	if limit <= 0 {
-		return ok("%d connections", c.Total)
-	}
-	c.Share = float64(c.Total) / float64(limit)
-	switch {
-	case t.ConnectionsCrit > 0 && c.Share >= t.ConnectionsCrit:
-		return crit("%d of %d connections in use (CRIT from %.0f%%)", c.Total, limit, t.ConnectionsCrit*100)
-	case t.ConnectionsWarn > 0 && c.Share >= t.ConnectionsWarn:
-		return warn("%d of %d connections in use (WARN from %.0f%%)", c.Total, limit, t.ConnectionsWarn*100)
-	}
-	return ok("%d of %d connections in use", c.Total, limit)
-}
-
 // scheduleInterval returns how often a pg_cron schedule fires, in seconds,
 // or false when the schedule is not one of the simple forms.
 func scheduleInterval(s string) (float64, bool) {

@@ -160,8 +160,11 @@ func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 	c.bloat(ctx, r)
 	c.xmin(ctx, r)
 	c.cron(ctx, r)
-	c.notify(ctx, r)
-	c.connections(ctx, r)
+	for _, sc := range serverChecks {
+		qctx, cancel := c.qctx(ctx)
+		sc.collect(qctx, c.conn, r)
+		cancel()
+	}
 	c.consumers(ctx, r)
 
 	if start != nil && c.prev == nil {
@@ -416,30 +419,6 @@ func (o *oldest) add(v Verdict) {
 		return
 	}
 	o.v = worse(o.v, v)
-}
-
-func (c *Collector) notify(ctx context.Context, r *Report) {
-	qctx, cancel := c.qctx(ctx)
-	defer cancel()
-	u, err := pgstats.NotifyQueueUsage(qctx, c.conn)
-	if err != nil {
-		r.Notify.Problems = appendProblem(r.Notify.Problems, "pg_notification_queue_usage()", err, r)
-		return
-	}
-	r.Notify.Usage = u
-	r.Notify.Verdict = notifyVerdict(u, r.Thresholds)
-}
-
-func (c *Collector) connections(ctx context.Context, r *Report) {
-	qctx, cancel := c.qctx(ctx)
-	defer cancel()
-	cs, err := pgstats.ReadConnections(qctx, c.conn)
-	if err != nil {
-		r.Connections.Problems = appendProblem(r.Connections.Problems, "pg_stat_database", err, r)
-		return
-	}
-	r.Connections.Connections = cs
-	r.Connections.Verdict = connectionsVerdict(&r.Connections, r.Thresholds)
 }
 
 // cron reads pg_cron's jobs of this database (in cron.database_name) and

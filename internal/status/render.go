@@ -320,15 +320,18 @@ func (r *Report) writeTable(w io.Writer, wide bool) error {
 
 	t.printf("\nSERVER\n")
 	var rows [][]string
-	if len(r.Notify.Problems) == 0 {
-		rows = append(rows, []string{"notify queue", r.Notify.Level.String(), fmt.Sprintf("%.2f%%", r.Notify.Usage*100)})
-	}
-	if len(r.Connections.Problems) == 0 {
-		rows = append(rows, []string{"connections", r.Connections.Level.String(),
-			fmt.Sprintf("%d of %d (%.0f%%)", r.Connections.Total, r.Connections.MaxConnections-r.Connections.ReservedSuperuser, r.Connections.Share*100)})
+	var checks []Check
+	var problems []Problem
+	for _, sc := range serverChecks {
+		v, ps := sc.result(r)
+		if len(ps) == 0 {
+			rows = append(rows, []string{sc.name, v.Level.String(), sc.value(r)})
+		}
+		checks = append(checks, r.checksOf(sc.section)...)
+		problems = append(problems, ps...)
 	}
 	t.table([]col{{"check", false}, {"status", false}, {"value", false}}, rows)
-	t.notes(append(r.checksOf(SectionNotify), r.checksOf(SectionConnections)...), append(r.Notify.Problems, r.Connections.Problems...))
+	t.notes(checks, problems)
 	t.printf("\n%s\n", r.Summary)
 	return t.err
 }

@@ -201,17 +201,5 @@ type JobRow struct {
 	Verdict
 }
 
-// NotifySection: PostgreSQL's NOTIFY queue.
-type NotifySection struct {
-	Usage    float64   `json:"usage"` // 0..1
-	Problems []Problem `json:"problems"`
-	Verdict
-}
-
-// ConnectionsSection: client connections against max_connections.
-type ConnectionsSection struct {
-	pgstats.Connections
-	Share    float64   `json:"share"` // Total / (max - reserved)
-	Problems []Problem `json:"problems"`
-	Verdict
-}
+// NotifySection and ConnectionsSection are defined with their checks
+// (check_notify.go, check_connections.go).
