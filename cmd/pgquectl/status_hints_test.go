@@ -108,3 +108,24 @@ func TestStatusHintsExecute(t *testing.T) {
 		t.Errorf("%d consumers after unsubscribe: %v", subs, err)
 	}
 }
+
+// TestTickQueueHintExecutes: `tick --queue` naming a missing queue prints
+// the create_queue call that creates it, and that call runs as printed.
+func TestTickQueueHintExecutes(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	const queue = `new 'q"`
+	_, errOut, code := runMain(t, "tick", "--hz", "10", "--queue", queue, "--dry-run", "--dsn", dsn)
+	stmts := sqlInHint.FindAllString(errOut, -1)
+	if code == 0 || len(stmts) != 1 || !strings.Contains(stmts[0], "pgque.create_queue(") {
+		t.Fatalf("tick --queue on a missing queue: exit %d, statements %q in %q", code, stmts, errOut)
+	}
+	conn := pgtest.Conn(t, dsn)
+	if _, err := conn.Exec(t.Context(), stmts[0]); err != nil {
+		t.Fatalf("%s fails: %v", stmts[0], err)
+	}
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pgque.get_queue_info($1)`, queue).Scan(&n); err != nil || n != 1 {
+		t.Errorf("queue %s after the hint: %d, %v", queue, n, err)
+	}
+}

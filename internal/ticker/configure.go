@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -163,7 +164,7 @@ func queueNames(ctx context.Context, conn *pgx.Conn, queue string) ([]string, er
 			return nil, fmt.Errorf("looking up queue %q: %w (is the engine installed? run `pgquectl install`)", queue, err)
 		}
 		if !ok {
-			return nil, fmt.Errorf("queue %q does not exist: create it with pgque.create_queue(%s) or drop --queue", queue, strconv.Quote(queue))
+			return nil, fmt.Errorf("queue %q does not exist: create it with SELECT pgque.create_queue('%s') or drop --queue", queue, strings.ReplaceAll(queue, "'", "''"))
 		}
 		return []string{queue}, nil
 	}
