@@ -502,3 +502,34 @@ func TestStatusTableWidth(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTickGap: a busy queue's ticks 30 s apart (a ticker daemon that
+// was down, no pg_cron history to tell) are reported from the tick rows.
+func TestStatusTickGap(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	statusExec(t, conn, `SELECT pgque.create_queue('busy')`)
+	for range 2 {
+		statusExec(t, conn, `SELECT pgque.send('busy', 'x'::text)`)
+		statusExec(t, conn, `SELECT pgque.force_next_tick('busy')`)
+		statusExec(t, conn, `SELECT pgque.ticker()`)
+	}
+	// Move every tick but the newest 30 s back: the pause before the newest.
+	statusExec(t, conn, `UPDATE pgque.tick SET tick_time = tick_time - interval '30 seconds'
+	                      WHERE tick_id < (SELECT max(tick_id) FROM pgque.tick)`)
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--sample", "0", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if g := r.Cron.TickGap; g == nil || g.Queue != "busy" || g.Gap < 30 || g.Gap > 31 {
+		t.Fatalf("tick gap %+v, want queue busy, 30 s", g)
+	}
+	if !strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticks of a busy queue in the kept tick rows: 30") {
+		t.Errorf("ticking: %+v", r.Cron.Ticking)
+	}
+}

@@ -180,6 +180,15 @@ func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 		}
 	}
 	c.queues(ctx, r) // after the wait: the freshest tick lag
+	if r.Engine.Installed && r.Engine.SchemaUsage {
+		qctx, cancel := c.qctx(ctx)
+		if g, err := pgstats.LongestTickGap(qctx, c.conn); err == nil {
+			r.Cron.TickGap = g
+		} else {
+			c.opts.Log.Debug("status: tick gaps not readable", "err", err) // needs more than pgque_reader
+		}
+		cancel()
+	}
 	if start != nil {
 		if end := c.readSample(ctx, r); end != nil {
 			c.walRate(r, start, end)
@@ -621,6 +630,10 @@ func (c *Collector) judgeTicking(r *Report) {
 		cs.LargestGap, cs.LargestGapAt = ticker.LargestGap, ticker.LargestGapAt
 		v.Reason += fmt.Sprintf("; longest pause between ticker runs in the last %s: %s (from %s)",
 			dur(r.Thresholds.CronWindow.Seconds()), dur(*ticker.LargestGap), ticker.LargestGapAt.UTC().Format(time.RFC3339))
+	}
+	if g := cs.TickGap; g != nil && g.Gap >= 1 {
+		v.Reason += fmt.Sprintf("; longest pause between ticks of a busy queue in the kept tick rows: %s (queue %s, from %s)",
+			dur(g.Gap), g.Queue, g.From.UTC().Format(time.RFC3339))
 	}
 	cs.Ticking = v
 }

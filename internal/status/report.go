@@ -188,6 +188,10 @@ type CronSection struct {
 	// the cron window (nil when under a second or unknown), and when it began.
 	LargestGap   *float64   `json:"largest_gap_s"`
 	LargestGapAt *time.Time `json:"largest_gap_at"`
+	// TickGap: the longest pause between two ticks of a queue that both
+	// carried events, in the tick rows the engine keeps (nil when none, or
+	// when the role may not read pgque.tick).
+	TickGap *pgstats.TickGap `json:"tick_gap"`
 	// Ticking says what drives the ticks of this database's queues.
 	Ticking  Verdict   `json:"ticking"`
 	Problems []Problem `json:"problems"`
