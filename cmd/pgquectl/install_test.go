@@ -76,3 +76,23 @@ func TestInstallErrors(t *testing.T) {
 		t.Errorf("install on an unreachable server: exit %d, %q", code, errOut)
 	}
 }
+
+// TestInstallDryRunOffline: install --dry-run needs no database: with none
+// reachable it prints the whole install script (exit 0), and that script
+// installs the engine.
+func TestInstallDryRunOffline(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := runMain(t, "install", "--dry-run", "--dsn", "postgres://nobody@127.0.0.1:1/none?sslmode=disable")
+	if code != 0 || !strings.Contains(out, "-- file: ") || !strings.Contains(errOut, "no database reached") {
+		t.Fatalf("offline install --dry-run: exit %d, stderr %q", code, errOut)
+	}
+	dsn := pgtest.NewEmptyDB(t)
+	conn := pgtest.Conn(t, dsn)
+	if _, err := conn.Exec(t.Context(), "BEGIN;\n"+out+"\nCOMMIT;"); err != nil {
+		t.Fatalf("the offline script does not install: %v", err)
+	}
+	out, _, code = runMain(t, "version", "--dsn", dsn)
+	if code != 0 || !strings.Contains(out, "database  "+install.Version+" installed") {
+		t.Errorf("version after running the offline script (exit %d):\n%s", code, out)
+	}
+}

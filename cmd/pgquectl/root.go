@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
 	"github.com/pgquectl/pgquectl/internal/config"
@@ -54,6 +56,7 @@ type app struct {
 func Main(args []string, stdout, stderr io.Writer) int {
 	a := &app{v: viper.New(), stdout: stdout, stderr: stderr}
 	root := a.rootCmd()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -105,6 +108,7 @@ Start here:
   pgquectl install --dsn URL       put the engine into your database
   pgquectl tick --hz 100           tick ten times faster than a second
   pgquectl status                  is it healthy right now?`,
+		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -115,7 +119,7 @@ Start here:
 	pf.String("dsn", "", "PostgreSQL connection string or URL (env PGQUE_DSN or DATABASE_URL; default: PG* variables)")
 	pf.String("config", "", "config file (default ./pgquectl.yaml when present)")
 	pf.Duration("connect-timeout", config.DefaultConnectTimeout, "how long to wait for a connection")
-	pf.String("log-level", "info", "log level: debug, info, warn, error")
+	pf.String("log-level", "info", "log level: debug, info, warn (or warning), error")
 	for _, name := range []string{"dsn", "connect-timeout", "log-level"} {
 		_ = a.v.BindPFlag(name, pf.Lookup(name))
 	}
@@ -153,11 +157,74 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	if err := a.v.BindPFlags(cmd.Flags()); err != nil {
 		return fmt.Errorf("binding flags: %w", err)
 	}
-	level := new(slog.LevelVar)
-	if err := level.UnmarshalText([]byte(a.v.GetString("log-level"))); err != nil {
-		return usagef("--log-level: %w", err)
+	if err := a.checkValues(cmd); err != nil {
+		return err
+	}
+	level, err := parseLogLevel(a.v.GetString("log-level"))
+	if err != nil {
+		return err
 	}
 	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	return nil
+}
+
+// parseLogLevel accepts debug, info, warn (or warning) and error, in any case.
+func parseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, usagef("--log-level %q: use debug, info, warn or error", s)
+}
+
+// checkValues validates every flag value that comes from the environment
+// (PGQUE_*) or the config file rather than the command line (pflag checked
+// those): viper would read a malformed number or duration as 0 and a
+// malformed boolean as false, silently. Durations must not be negative.
+func (a *app) checkValues(cmd *cobra.Command) error {
+	var errs []error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed {
+			if f.Value.Type() == "duration" && strings.HasPrefix(strings.TrimSpace(f.Value.String()), "-") {
+				errs = append(errs, fmt.Errorf("--%s %s: must not be negative", f.Name, f.Value.String()))
+			}
+			return
+		}
+		if !a.v.IsSet(f.Name) {
+			return
+		}
+		raw := fmt.Sprint(a.v.Get(f.Name))
+		if raw == f.DefValue {
+			return
+		}
+		source := fmt.Sprintf("%s (env PGQUE_%s or the config file)", f.Name, strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")))
+		var err error
+		switch f.Value.Type() {
+		case "duration":
+			var d time.Duration
+			if d, err = time.ParseDuration(raw); err == nil && d < 0 {
+				err = errors.New("must not be negative")
+			}
+		case "bool":
+			_, err = strconv.ParseBool(raw)
+		case "int", "int64":
+			_, err = strconv.ParseInt(raw, 10, 64)
+		case "float64":
+			_, err = strconv.ParseFloat(raw, 64)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s = %q: not a valid %s: %w", source, raw, f.Value.Type(), err))
+		}
+	})
+	if len(errs) > 0 {
+		return usageError{errors.Join(errs...)}
+	}
 	return nil
 }
 

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -74,12 +78,16 @@ func TestStatusCheckExitCodes(t *testing.T) {
 		t.Errorf("unreachable: exit %d, %q", code, out)
 	}
 	code, _, errOut := statusMain(t, "status", "--dsn", dsn, "-o", "xml")
-	if code != 2 || !strings.Contains(errOut, "table or json") {
+	if code != 2 || !strings.Contains(errOut, "table, wide or json") {
 		t.Errorf("-o xml: exit %d, %q", code, errOut)
 	}
 	code, _, errOut = statusMain(t, "status", "--dsn", dsn, "--xmin-warn", "10m", "--xmin-crit", "1m")
-	if code != 2 || !strings.Contains(errOut, "xmin: WARN") {
+	if code != 2 || !strings.Contains(errOut, "xmin: WARN (10m) is above CRIT (1m)") {
 		t.Errorf("WARN above CRIT: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = statusMain(t, "status", "--dsn", dsn, "--consumer-lag-warn", "2h", "--consumer-lag-crit", "90m")
+	if code != 2 || !strings.Contains(errOut, "consumer lag: WARN (2h) is above CRIT (1h30m)") {
+		t.Errorf("consumer lag WARN above CRIT: exit %d, %q", code, errOut)
 	}
 }
 
@@ -206,4 +214,322 @@ func cronJobForTest(t *testing.T, engine *pgx.Conn) {
 		defer cancel()
 		_, _ = server.Exec(ctx, `SELECT cron.unschedule($1::bigint)`, id)
 	})
+}
+
+// tickerJobForTest registers, with pg_cron, a never-due ticker job named
+// like ours for the test database (pgque_ticker@<db>, CALL
+// pgque.ticker_loop()), and returns its id and a connection to the cron
+// database; job and runs are removed at cleanup.
+func tickerJobForTest(t *testing.T, engine *pgx.Conn) (int64, *pgx.Conn) {
+	t.Helper()
+	pgtest.RequireCron(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	server := pgtest.Conn(t, pgtest.Server(t))
+	var dbName string
+	if err := engine.QueryRow(ctx, `SELECT current_database()`).Scan(&dbName); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := server.QueryRow(ctx, `SELECT cron.schedule_in_database($1, '0 0 1 1 *', 'CALL pgque.ticker_loop()', $2)`,
+		"pgque_ticker@"+dbName, dbName).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = server.Exec(ctx, `SELECT cron.unschedule($1::bigint)`, id)
+		_, _ = server.Exec(ctx, `DELETE FROM cron.job_run_details WHERE jobid = $1`, id)
+	})
+	return id, server
+}
+
+// Run rows written the way pg_cron 1.4 writes them (observed on this
+// server with a job pointing at a port nothing listens on): a run that
+// could not connect is 'failed', 'connection failed', with no start_time,
+// end_time or job_pid.
+const (
+	sqlRunConnectionFailed = `INSERT INTO cron.job_run_details (jobid, runid, database, username, command, status, return_message)
+	                          SELECT j.jobid, nextval('cron.runid_seq'), j.database, j.username, j.command, 'failed', 'connection failed'
+	                            FROM cron.job j WHERE j.jobid = $1`
+	sqlRunSucceeded = `INSERT INTO cron.job_run_details (jobid, runid, job_pid, database, username, command, status, return_message, start_time, end_time)
+	                   SELECT j.jobid, nextval('cron.runid_seq'), 1, j.database, j.username, j.command, 'succeeded', 'CALL',
+	                          now() - interval '20 seconds', now() - interval '1 second'
+	                     FROM cron.job j WHERE j.jobid = $1`
+)
+
+// TestStatusCronConnectionFailedIsCrit: every run of the ticker job fails
+// before it starts ("connection failed", no start_time): --check is CRIT
+// (exit 2) naming the error, the job and ticking; it was OK before.
+func TestStatusCronConnectionFailedIsCrit(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	id, cron := tickerJobForTest(t, conn)
+	statusExec(t, cron, sqlRunSucceeded, id)
+	if code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0"); code != 0 {
+		t.Fatalf("one successful run: exit %d, %q %q", code, out, errOut)
+	}
+	for range 3 {
+		statusExec(t, cron, sqlRunConnectionFailed, id)
+	}
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0")
+	if code != 2 || !strings.HasPrefix(out, "PGQUE CRIT - ") {
+		t.Fatalf("runs failing with connection failed: exit %d (want 2), %q %q", code, out, errOut)
+	}
+	for _, want := range []string{"CRIT cron job pgque_ticker@", "failing: 3 run(s) failed since the last success", "connection failed",
+		"CRIT ticking: the pg_cron ticker job pgque_ticker@", "(cron.job nodename / nodeport)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--check lacks %q:\n%s", want, out)
+		}
+	}
+	// The table shows the failures counted in the window.
+	_, out, _ = statusMain(t, "status", "--dsn", dsn, "--sample", "0", "-o", "json")
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cron.Jobs) != 1 || r.Cron.Jobs[0].Failed != 3 || r.Cron.Jobs[0].Runs != 4 || r.Cron.Jobs[0].FailedSinceSuccess != 3 {
+		t.Errorf("job row: %+v", r.Cron.Jobs)
+	}
+}
+
+// TestStatusCronAndDaemonBothTick: a pg_cron ticker job that runs and a
+// ticker daemon leading at the same time → WARN; while the pg_cron loop
+// holds its liveness lock, the daemon stands by → OK.
+func TestStatusCronAndDaemonBothTick(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	id, cron := tickerJobForTest(t, conn)
+	statusExec(t, cron, sqlRunSucceeded, id)
+	leader := pgtest.Conn(t, dsn)
+	statusExec(t, leader, `SELECT pg_advisory_lock($1::int4, $2::int4)`, locks.ClassID, locks.TickerLeader)
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0")
+	if code != 1 || !strings.Contains(out, "WARN ticking: both pg_cron (job pgque_ticker@") ||
+		!strings.Contains(out, fmt.Sprintf("ticker daemon (pid %d", leader.PgConn().PID())) {
+		t.Fatalf("pg_cron and a daemon: exit %d (want 1), %q %q", code, out, errOut)
+	}
+	loop := pgtest.Conn(t, dsn)
+	statusExec(t, loop, `SELECT pg_advisory_lock($1::int4, $2::int4)`, locks.ClassID, locks.TickerLoop)
+	code, out, errOut = statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0")
+	if code != 0 {
+		t.Fatalf("daemon standing by for a live loop: exit %d (want 0), %q %q", code, out, errOut)
+	}
+	_, out, _ = statusMain(t, "status", "--dsn", dsn, "--sample", "0")
+	if want := fmt.Sprintf("pg_cron loop alive (pid %d holds the loop lock); ticker daemon pid %d stands by", loop.PgConn().PID(), leader.PgConn().PID()); !strings.Contains(out, want) {
+		t.Errorf("table lacks %q:\n%s", want, out)
+	}
+}
+
+// TestStatusTickingDowntime: without a standby, status says how long the
+// pg_cron loop was gone (the pause between two ticker runs) and whether it
+// is alive now.
+func TestStatusTickingDowntime(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	id, cron := tickerJobForTest(t, conn)
+	// A loop killed at -100 s; pg_cron started the next one 47 s later.
+	statusExec(t, cron, `INSERT INTO cron.job_run_details (jobid, runid, job_pid, database, username, command, status, return_message, start_time, end_time)
+	                     SELECT j.jobid, nextval('cron.runid_seq'), 1, j.database, j.username, j.command, s.status, '', now() - s.st, now() - s.en
+	                       FROM cron.job j,
+	                            (VALUES ('failed', interval '160 seconds', interval '100 seconds'),
+	                                    ('succeeded', interval '53 seconds', interval '1 second')) s (status, st, en)
+	                      WHERE j.jobid = $1`, id)
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--sample", "0", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Cron.LargestGap == nil || *r.Cron.LargestGap < 46.5 || *r.Cron.LargestGap > 47.5 || r.Cron.LoopAlive {
+		t.Errorf("largest gap %v, loop alive %v; want 47 s, not alive", r.Cron.LargestGap, r.Cron.LoopAlive)
+	}
+	if !strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticker runs in the last 10m: 47s") {
+		t.Errorf("ticking: %+v", r.Cron.Ticking)
+	}
+}
+
+// TestStatusMonitorRoleFullOK: a NOSUPERUSER LOGIN role with the grants
+// docs/status.md documents gets a full OK (exit 0) from --check on a
+// healthy database that pg_cron ticks, although pg_cron's row-level
+// security hides the superuser's jobs from it.
+func TestStatusMonitorRoleFullOK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for pg_cron's minute schedule to start the ticker")
+	}
+	t.Parallel()
+	pgtest.RequireCron(t)
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	if out, errOut, code := runMain(t, "tick", "--hz", "10", "--dsn", dsn); code != 0 {
+		t.Fatalf("tick --hz 10: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Cleanup(func() { runMain(t, "tick", "--off", "--dsn", dsn) })
+	statusExec(t, conn, `SELECT pgque.create_queue('orders')`)
+	statusExec(t, conn, `SELECT pgque.subscribe('orders', 'billing')`)
+
+	// The documented grants (docs/status.md, "Running as a non-superuser").
+	role := fmt.Sprintf("status_monitor_%d", time.Now().UnixNano()%1_000_000_000)
+	server := pgtest.Conn(t, pgtest.Server(t))
+	statusExec(t, server, `CREATE ROLE `+role+` LOGIN NOSUPERUSER PASSWORD 'pw'`)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = server.Exec(ctx, `REVOKE ALL ON SCHEMA cron FROM `+role)
+		_, _ = server.Exec(ctx, `DROP ROLE `+role)
+	})
+	for _, g := range []string{`GRANT pg_monitor TO ROLE`, `GRANT pgque_reader TO ROLE`} {
+		statusExec(t, server, strings.ReplaceAll(g, "ROLE", role))
+	}
+	statusExec(t, server, `GRANT USAGE ON SCHEMA cron TO `+role)
+	monitorDSN := asUser(t, dsn, role, "pw")
+
+	// Wait until pg_cron's loop ticks an event through (its next minute).
+	statusExec(t, conn, `SELECT pgque.send('orders', 'x'::text)`)
+	deadline := time.Now().Add(100 * time.Second)
+	for {
+		var waiting int64
+		if err := conn.QueryRow(t.Context(), `SELECT ev_new FROM pgque.get_queue_info('orders')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pg_cron did not tick within 100 s")
+		}
+		time.Sleep(time.Second)
+	}
+	code, out, errOut := statusMain(t, "status", "--dsn", monitorDSN, "--check", "--sample", "100ms")
+	if code != 0 || !strings.HasPrefix(out, "PGQUE OK - ") {
+		t.Fatalf("monitor role with the documented grants: exit %d (want 0)\n%s%s", code, out, errOut)
+	}
+	_, out, _ = statusMain(t, "status", "--dsn", monitorDSN, "--sample", "0")
+	if !strings.Contains(out, "user "+role) {
+		t.Errorf("not run as %s:\n%s", role, out)
+	}
+}
+
+// asUser rewrites a postgres:// URL to log in as user.
+func asUser(t *testing.T, dsn, user, password string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}
+
+// TestStatusJSONNoNullsAndVersion: on a fresh install (no queues, slots,
+// prepared transactions, problems) every list in -o json is an array, never
+// null, so `jq '.xmin.slots[]'` works; the report carries schema_version 1.
+func TestStatusJSONNoNullsAndVersion(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "-o", "json", "--sample", "0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "null") {
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, ": null") {
+				t.Logf("null: %s", strings.TrimSpace(line))
+			}
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["schema_version"] != 1.0 {
+		t.Errorf("schema_version = %v, want 1", m["schema_version"])
+	}
+	for _, path := range [][]string{{"xmin", "slots"}, {"xmin", "prepared"}, {"queues", "rows"}, {"consumers", "rows"},
+		{"queues", "problems"}, {"engine", "problems"}, {"cron", "daemon"}, {"cron", "loop"}, {"wal", "problems"}} {
+		var cur any = m
+		for _, p := range path {
+			cur = cur.(map[string]any)[p]
+		}
+		if l, isList := cur.([]any); !isList || len(l) != 0 {
+			t.Errorf("%s = %#v, want []", strings.Join(path, "."), cur)
+		}
+	}
+}
+
+// TestStatusTableWidth: the default tables fit 120 columns (with a 24-char
+// queue, a 16-char consumer, a held snapshot and pg_cron jobs); -o wide
+// shows every column.
+func TestStatusTableWidth(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	const queue, consumer = "orders_from_the_webshop1", "billing_service1"
+	statusExec(t, conn, `SELECT pgque.create_queue($1)`, queue)
+	statusExec(t, conn, `SELECT pgque.subscribe($1, $2)`, queue, consumer)
+	statusExec(t, conn, `SELECT pgque.send($1, 'x'::text)`, queue)
+	statusExec(t, conn, `SELECT pgque.force_next_tick($1)`, queue)
+	statusExec(t, conn, `SELECT pgque.ticker()`)
+	holder := pgtest.Conn(t, dsn)
+	statusExec(t, holder, `SET application_name = 'a reporting job, long name'`)
+	statusExec(t, holder, `BEGIN ISOLATION LEVEL REPEATABLE READ`)
+	statusExec(t, holder, `SELECT 1`)
+	cronJobForTest(t, conn)
+
+	isNote := regexp.MustCompile(`^  (OK|WARN|CRIT|UNKNOWN) +\S`)
+	_, out, errOut := statusMain(t, "status", "--dsn", dsn, "--sample", "100ms")
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > 120 && !isNote.MatchString(line) && !strings.HasPrefix(line, "PGQUE ") {
+			t.Errorf("table line of %d columns:\n%s", n, line)
+		}
+	}
+	for _, want := range []string{"QUEUES", queue, consumer, "PENDING", "LAST TICK", "PINNED BY", "XMIN HORIZON"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("default table lacks %q:\n%s%s", want, out, errOut)
+		}
+	}
+	_, wide, _ := statusMain(t, "status", "--dsn", dsn, "--sample", "100ms", "-o", "wide")
+	for _, want := range []string{"EV/S", "TICK ID", "META ROTATION EVERY / LAST", "OPEN BATCH", "APPLICATION", "a reporting job, long name", "FULL PAGES"} {
+		if !strings.Contains(wide, want) {
+			t.Errorf("-o wide lacks %q:\n%s", want, wide)
+		}
+		if strings.Contains(out, want) {
+			t.Errorf("the default table shows the wide-only %q", want)
+		}
+	}
+}
+
+// TestStatusTickGap: a busy queue's ticks 30 s apart (a ticker daemon that
+// was down, no pg_cron history to tell) are reported from the tick rows.
+func TestStatusTickGap(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	conn := pgtest.Conn(t, dsn)
+	statusExec(t, conn, `SELECT pgque.create_queue('busy')`)
+	for range 2 {
+		statusExec(t, conn, `SELECT pgque.send('busy', 'x'::text)`)
+		statusExec(t, conn, `SELECT pgque.force_next_tick('busy')`)
+		statusExec(t, conn, `SELECT pgque.ticker()`)
+	}
+	// Move every tick but the newest 30 s back: the pause before the newest.
+	statusExec(t, conn, `UPDATE pgque.tick SET tick_time = tick_time - interval '30 seconds'
+	                      WHERE tick_id < (SELECT max(tick_id) FROM pgque.tick)`)
+	code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--sample", "0", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r status.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if g := r.Cron.TickGap; g == nil || g.Queue != "busy" || g.Gap < 30 || g.Gap > 31 {
+		t.Fatalf("tick gap %+v, want queue busy, 30 s", g)
+	}
+	if !strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticks of a busy queue in the kept tick rows: 30") {
+		t.Errorf("ticking: %+v", r.Cron.Ticking)
+	}
 }

@@ -22,6 +22,11 @@ var version = ""
 // versionTimeout bounds the optional look at the database.
 const versionTimeout = 5 * time.Second
 
+// commit is the source revision; release builds may set it with
+// -ldflags "-X main.commit=<sha>", else it comes from the VCS stamp Go
+// embeds when building inside a git checkout (vcs.revision).
+var commit = ""
+
 func binaryVersion() string {
 	if version != "" {
 		return version
@@ -30,6 +35,40 @@ func binaryVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// buildCommit returns the revision the binary was built from (with
+// "-dirty" when the tree had changes), or "unknown" when not recorded
+// (go test, go run, a build with -buildvcs=false).
+func buildCommit() string {
+	if commit != "" {
+		return commit
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if modified == "true" {
+		rev += "-dirty"
+	}
+	return rev
+}
+
+// versionLine is what --version prints.
+func versionLine() string {
+	return fmt.Sprintf("pgquectl %s (commit %s, engine %s)", binaryVersion(), buildCommit(), install.Version)
 }
 
 func newVersionCmd(a *app) *cobra.Command {
@@ -44,6 +83,7 @@ reported, not an error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "pgquectl  %s\n", binaryVersion())
+			fmt.Fprintf(out, "commit    %s\n", buildCommit())
 			fmt.Fprintf(out, "engine    %s (installed by this binary)\n", install.Version)
 			c := a.conn()
 			if c.ConnectTimeout > versionTimeout {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -28,19 +29,30 @@ var (
 	ErrNotInstalled = errors.New("pgque engine not installed")
 )
 
-// SQLSTATE codes this package recognises.
-const (
-	codeInvalidPassword      = "28P01"
-	codeInvalidAuthorization = "28000"
-	codeInvalidCatalogName   = "3D000"
-	codeInsufficientPriv     = "42501"
-	codeInvalidSchemaName    = "3F000"
-	codeUndefinedFunction    = "42883"
-	codeUndefinedTable       = "42P01"
-	codeCannotConnectNow     = "57P03"
-	codeTooManyConnections   = "53300"
-	codeAdminShutdown        = "57P01"
-)
+// Code returns the SQLSTATE of a server error ("" for other errors), to
+// compare with the github.com/jackc/pgerrcode constants.
+func Code(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// IsPrivilege says whether err is the server refusing for lack of a
+// privilege (insufficient_privilege).
+func IsPrivilege(err error) bool { return Code(err) == pgerrcode.InsufficientPrivilege }
+
+// IsUndefined says whether err names something that does not exist here:
+// a schema, table, function or object such as a setting (the feature or
+// extension is absent on this server or database).
+func IsUndefined(err error) bool {
+	switch Code(err) {
+	case pgerrcode.InvalidSchemaName, pgerrcode.UndefinedTable, pgerrcode.UndefinedFunction, pgerrcode.UndefinedObject:
+		return true
+	}
+	return false
+}
 
 // Error is a database error classified into one of the sentinel errors,
 // with a hint telling the user what to do next.
@@ -168,24 +180,24 @@ func classifyPgError(err error) *Error {
 	}
 	mentionsEngine := strings.Contains(pgErr.Message, "pgque")
 	switch pgErr.Code {
-	case codeInvalidPassword, codeInvalidAuthorization:
+	case pgerrcode.InvalidPassword, pgerrcode.InvalidAuthorizationSpecification:
 		return &Error{Kind: ErrAuth, Err: err,
 			Hint: "check the user name and password (--dsn, PGQUE_DSN, PGUSER, PGPASSWORD or ~/.pgpass) and pg_hba.conf"}
-	case codeInvalidCatalogName:
+	case pgerrcode.InvalidCatalogName:
 		return &Error{Kind: ErrNoDatabase, Err: err,
 			Hint: "create it (CREATE DATABASE ...; or createdb) or fix the database name in --dsn / PGDATABASE"}
-	case codeInsufficientPriv:
+	case pgerrcode.InsufficientPrivilege:
 		return &Error{Kind: ErrPrivilege, Err: err,
 			Hint: "connect as a role that has this privilege, or ask an administrator to grant it (README: \"Install on a managed database\")"}
-	case codeInvalidSchemaName:
+	case pgerrcode.InvalidSchemaName:
 		if mentionsEngine {
 			return notInstalled(err)
 		}
-	case codeUndefinedFunction, codeUndefinedTable:
+	case pgerrcode.UndefinedFunction, pgerrcode.UndefinedTable:
 		if mentionsEngine {
 			return notInstalled(err)
 		}
-	case codeCannotConnectNow, codeTooManyConnections, codeAdminShutdown:
+	case pgerrcode.CannotConnectNow, pgerrcode.TooManyConnections, pgerrcode.AdminShutdown:
 		return &Error{Kind: ErrUnreachable, Err: err,
 			Hint: "the server is not accepting connections right now; retry in a moment"}
 	}

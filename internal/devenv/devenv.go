@@ -20,8 +20,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/cron"
@@ -66,6 +66,8 @@ type Env struct {
 	DSN string
 	// Conn is DSN as connection settings for internal packages.
 	Conn config.Connection
+
+	createdDB bool // the database step created the database in this run
 }
 
 // Step is one idempotent bring-up step.
@@ -88,9 +90,10 @@ func DefaultSteps() []Step {
 // DevTickPeriod is the tick period `pgquectl dev` sets up (100 Hz).
 const DevTickPeriod = 10 * time.Millisecond
 
-// stepTicking registers the engine's pg_cron jobs at DevTickPeriod, once:
-// when jobs are already registered (a second `dev`, or the user retuned
-// them with `pgquectl tick`), it leaves them alone.
+// stepTicking registers the engine's pg_cron jobs at DevTickPeriod, once
+// per database: when dev set ticking up before (recorded in the state
+// directory) or jobs are registered, it leaves ticking alone, so a user's
+// `pgquectl tick --off` or tuned rate survives the next `pgquectl dev`.
 func stepTicking(ctx context.Context, e *Env) error {
 	if e.NoTick {
 		fmt.Fprintln(e.Out, "not ticking (--no-tick): start it with pgquectl tick --hz 100")
@@ -98,6 +101,14 @@ func stepTicking(ctx context.Context, e *Env) error {
 	}
 	if !e.Cluster.CronPreloaded {
 		fmt.Fprintln(e.Out, "not ticking: pg_cron is missing; run `pgquectl tick --run --hz 100` next to it")
+		return nil
+	}
+	marks, err := readMarks(e.Cluster.StateDir)
+	if err != nil {
+		return err
+	}
+	if marks.TickingSetUp[e.database()] && !e.createdDB {
+		fmt.Fprintln(e.Out, "ticking: set up by an earlier pgquectl dev; left as it is (pgquectl tick shows and changes it)")
 		return nil
 	}
 	conn, err := db.Connect(ctx, e.Conn)
@@ -115,11 +126,14 @@ func stepTicking(ctx context.Context, e *Env) error {
 	}
 	if len(jobs) > 0 {
 		fmt.Fprintf(e.Out, "ticking through pg_cron: %d job(s) already registered (change with pgquectl tick)\n", len(jobs))
-		return nil
+		return marks.markTicking(e.Cluster.StateDir, e.database())
 	}
 	plan, err := ticker.Configure(ctx, conn, ticker.Options{Period: DevTickPeriod})
 	if err != nil {
 		return fmt.Errorf("setting up ticking: %w", err)
+	}
+	if err := marks.markTicking(e.Cluster.StateDir, e.database()); err != nil {
+		return err
 	}
 	fmt.Fprintf(e.Out, "ticking every %s through pg_cron (%d jobs registered)\n", DevTickPeriod, len(plan.Jobs))
 	return nil
@@ -204,9 +218,9 @@ func stepDatabase(ctx context.Context, e *Env) error {
 		fmt.Fprintf(e.Out, "database %q exists\n", e.database())
 		return nil
 	}
+	e.createdDB = true
 	_, err = conn.Exec(ctx, fmt.Sprintf(sqlCreateDatabase, pgx.Identifier{e.database()}.Sanitize()))
-	var pgErr *pgconn.PgError
-	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") { // duplicate_database: a concurrent dev
+	if err != nil && db.Code(err) != pgerrcode.DuplicateDatabase { // a concurrent dev created it
 		return fmt.Errorf("creating database %q: %w", e.database(), db.MapError(err))
 	}
 	fmt.Fprintf(e.Out, "database %q created\n", e.database())
@@ -217,6 +231,12 @@ func stepEngine(ctx context.Context, e *Env) error {
 	res, err := install.Run(ctx, e.Conn, install.Options{Log: e.Log})
 	if err != nil {
 		return err
+	}
+	if res.Action == install.ActionNone {
+		// install's own line advises `install --reinstall`, a flag dev lacks.
+		fmt.Fprintf(e.Out, "pgque engine %s already installed in database %q (to run its script again: pgquectl install --reinstall --dsn '%s')\n",
+			res.Version, res.Database, e.DSN)
+		return nil
 	}
 	fmt.Fprintln(e.Out, res)
 	return nil

@@ -129,3 +129,13 @@ func UninstallScript() (string, error) {
 	}
 	return newScript(fs).text, nil
 }
+
+// InstallScript returns the install script as one text, the form
+// `install --dry-run` prints: it needs no database.
+func InstallScript() (string, error) {
+	fs, err := InstallFiles()
+	if err != nil {
+		return "", err
+	}
+	return newScript(fs).text, nil
+}

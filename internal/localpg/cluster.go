@@ -205,17 +205,10 @@ func (c *Cluster) Init(ctx context.Context) error {
 		return err
 	}
 	if c.Initialized() {
-		if err := c.checkMajor(); err != nil {
-			return err
-		}
-		if c.Port == 0 {
-			port, err := freePort()
-			if err != nil {
-				return err
-			}
-			c.Port = port
-		}
-		return c.writeConfig()
+		// An existing cluster: nothing is written here. Start writes the
+		// configuration once it knows the port it can really use, so a
+		// refused --port leaves the state files as they were.
+		return c.checkMajor()
 	}
 	if entries, err := os.ReadDir(c.DataDir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s exists but holds no PostgreSQL cluster: remove it, or run `pgquectl dev destroy --state-dir %s`", c.DataDir, c.StateDir)
@@ -226,6 +219,8 @@ func (c *Cluster) Init(ctx context.Context) error {
 			return err
 		}
 		c.Port = port
+	} else if c.fixedPort && !portFree(c.Port) {
+		return c.portTaken()
 	}
 	args := []string{"-D", c.DataDir, "-A", "trust", "-U", Superuser, "--encoding", "UTF8", "--locale", "C"}
 	if c.Fast {
@@ -248,6 +243,11 @@ func (c *Cluster) Init(ctx context.Context) error {
 		return fmt.Errorf("writing %s: %w", conf, err)
 	}
 	return c.writeConfig()
+}
+
+// portTaken is the error for a fixed port another process listens on.
+func (c *Cluster) portTaken() error {
+	return fmt.Errorf("%w: port %d on localhost is taken by another process: pass another --port, or stop that process", ErrPortInUse, c.Port)
 }
 
 // checkMajor refuses to run a data directory with another major version.

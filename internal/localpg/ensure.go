@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -19,6 +20,12 @@ func EnsureRunning(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.StateDir == "" {
 		return nil, errors.New("localpg: no state directory given")
 	}
+	_, statErr := os.Stat(opts.StateDir)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	if fresh && opts.Port > 0 && !portFree(opts.Port) {
+		// Refuse before creating anything: a taken --port leaves no state behind.
+		return nil, fmt.Errorf("%w: port %d on localhost is taken by another process: pass another --port, or stop that process", ErrPortInUse, opts.Port)
+	}
 	if err := mkStateDir(opts.StateDir); err != nil {
 		return nil, err
 	}
@@ -32,6 +39,10 @@ func EnsureRunning(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	if err := c.Init(ctx); err != nil {
+		if fresh && !c.Initialized() {
+			// Nothing usable was created: leave nothing behind.
+			_ = os.RemoveAll(c.StateDir)
+		}
 		return nil, err
 	}
 	if err := c.Start(ctx); err != nil {

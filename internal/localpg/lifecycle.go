@@ -103,6 +103,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 			return fmt.Errorf("the cluster in %s already runs on port %d, not %d: run `pgquectl dev stop` first to move it", c.StateDir, c.runningPort(), c.Port)
 		}
 		c.Port = c.runningPort()
+		if err := c.writeConfig(); err != nil {
+			return err
+		}
 		if c.configChanged {
 			// Settings that need a restart (port, preload) wait for one.
 			c.log.Info("configuration changed, reloading", "data_dir", c.DataDir)
@@ -120,7 +123,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	}
 	if c.Port == 0 || !portFree(c.Port) {
 		if c.fixedPort {
-			return fmt.Errorf("%w: port %d on localhost is taken by another process: pass another --port, or stop that process", ErrPortInUse, c.Port)
+			return c.portTaken()
 		}
 		old := c.Port
 		if c.Port, err = freePort(); err != nil {
@@ -130,13 +133,21 @@ func (c *Cluster) Start(ctx context.Context) error {
 			c.log.Warn("port taken, moving the cluster", "old_port", old, "port", c.Port)
 		}
 	}
+	restore, err := c.saveConfig()
+	if err != nil {
+		return err
+	}
 	if err := c.writeConfig(); err != nil {
+		restore()
 		return err
 	}
 	c.log.Info("starting PostgreSQL", "data_dir", c.DataDir, "port", c.Port, "log", c.LogFile)
 	out, err := c.run(ctx, c.Bin.Path("pg_ctl"), "-D", c.DataDir, "-l", c.LogFile, "-w",
 		"-t", strconv.Itoa(int(startTimeout/time.Second)), "start")
 	if err != nil {
+		// Persist only on success: the next run starts from the settings
+		// that last worked.
+		restore()
 		logTail := c.logTail(20)
 		if strings.Contains(logTail, "Address already in use") {
 			return fmt.Errorf("%w: PostgreSQL could not bind port %d: pass another --port, or stop the process using it\n%s", ErrPortInUse, c.Port, logTail)
@@ -163,8 +174,51 @@ func (c *Cluster) runningPort() int {
 	return port
 }
 
+// saveConfig reads the files writeConfig rewrites and returns a function
+// that puts them back (or removes them when they did not exist).
+func (c *Cluster) saveConfig() (restore func(), err error) {
+	paths := []string{filepath.Join(c.DataDir, confFileName), filepath.Join(c.StateDir, stateFileName)}
+	saved := make([][]byte, len(paths))
+	for i, p := range paths {
+		raw, err := os.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			saved[i] = nil
+		case err != nil:
+			return nil, fmt.Errorf("reading %s: %w", p, err)
+		default:
+			saved[i] = raw
+		}
+	}
+	return func() {
+		for i, p := range paths {
+			var err error
+			if saved[i] == nil {
+				err = os.Remove(p)
+			} else {
+				err = os.WriteFile(p, saved[i], 0o600)
+			}
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				c.log.Warn("could not restore the previous configuration", "file", p, "err", err)
+			}
+		}
+	}, nil
+}
+
 // sqlCreateCron creates pg_cron in its database when it is preloaded.
 const sqlCreateCron = `CREATE EXTENSION IF NOT EXISTS pg_cron`
+
+// sqlCronFollowPort points pg_cron jobs that target this server (the socket
+// directory or a loopback host) at the port it runs on now. pg_cron stores
+// the port in cron.job.nodeport when a job is scheduled; after the cluster
+// moved to another port every such job would fail with "connection failed".
+// The update fires pg_cron's cache-invalidation trigger, so the launcher
+// picks the new port up at once.
+const sqlCronFollowPort = `
+UPDATE cron.job
+   SET nodeport = $1
+ WHERE nodeport <> $1
+   AND nodename IN ($2, 'localhost', '127.0.0.1', '::1', '')`
 
 func (c *Cluster) afterStart(ctx context.Context) error {
 	if !c.CronPreloaded {
@@ -179,6 +233,13 @@ func (c *Cluster) afterStart(ctx context.Context) error {
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, sqlCreateCron); err != nil {
 		return fmt.Errorf("creating the pg_cron extension in database %q: %w (see %s)", CronDatabase, err, c.LogFile)
+	}
+	tag, err := conn.Exec(ctx, sqlCronFollowPort, c.Port, c.SocketDir)
+	if err != nil {
+		return fmt.Errorf("pointing the pg_cron jobs at port %d: %w (see %s)", c.Port, err, c.LogFile)
+	}
+	if n := tag.RowsAffected(); n > 0 {
+		c.log.Info("pg_cron jobs follow the new port", "jobs", n, "port", c.Port)
 	}
 	return nil
 }

@@ -89,6 +89,13 @@ func ReadCronAccess(ctx context.Context, q Querier) (CronAccess, error) {
 }
 
 // CronJob is one pg_cron job with its recent runs.
+//
+// pg_cron records a run that fails before it starts (it could not connect:
+// "connection failed", a job pointing at a port the server no longer uses)
+// with status 'failed' and no start_time, end_time or job_pid. Such runs
+// have no time of their own, so a run's place in time is its runid: the
+// window holds every run newer than the newest run known to have started
+// (or ended) before the window.
 type CronJob struct {
 	JobID    int64  `json:"jobid"`
 	Name     string `json:"jobname"`
@@ -96,21 +103,35 @@ type CronJob struct {
 	Command  string `json:"command"`
 	Database string `json:"database"`
 	Username string `json:"username"`
+	NodeName string `json:"nodename"`
+	NodePort int32  `json:"nodeport"`
 	Active   bool   `json:"active"`
 	// Over the window passed to CronJobs (counted among the most recent runs):
 	Runs      int64 `json:"runs"`
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
 	Running   int64 `json:"running"` // starting, connecting, sending or running now
+	// FailedSinceSuccess counts the failed runs newer than the newest
+	// successful one (all failed runs scanned when none succeeded).
+	FailedSinceSuccess int64 `json:"failed_since_success"`
 	// The newest run of any age (among the most recent runs scanned).
 	LastStatus  string     `json:"last_status"`
 	LastMessage string     `json:"last_message"`
 	LastStart   *time.Time `json:"last_start"`
 	LastEnd     *time.Time `json:"last_end"`
-	// The newest successful run and the newest failure.
+	// The newest finished run (succeeded or failed): what the job does now.
+	LastFinishedStatus string `json:"last_finished_status"`
+	// The newest successful run, the newest run in progress and the newest failure.
+	LastSuccessStart   *time.Time `json:"last_success_start"`
 	LastSuccessEnd     *time.Time `json:"last_success_end"`
-	LastFailureStart   *time.Time `json:"last_failure_start"`
+	RunningSince       *time.Time `json:"running_since"`
+	LastFailureStart   *time.Time `json:"last_failure_start"` // nil also for a run that failed before starting
 	LastFailureMessage string     `json:"last_failure_message"`
+	// LargestGap is the longest time in the window between the end of one
+	// run and the start of the next (seconds; nil with fewer than two timed
+	// runs): for the ticker job, how long nothing ticked between loops.
+	LargestGap   *float64   `json:"largest_gap_s"`
+	LargestGapAt *time.Time `json:"largest_gap_at"` // when that gap began
 }
 
 // CronRunScanLimit bounds how many of the newest job_run_details rows
@@ -124,16 +145,27 @@ const CronRunScanLimit = 20000
 // started within the last $2 seconds. Runs in the cron database.
 const QueryCronJobs = `
 WITH recent AS (
-    SELECT d.jobid, d.runid, d.status, d.return_message, d.start_time, d.end_time
+    SELECT d.jobid, d.runid, d.status, d.return_message, d.start_time, d.end_time,
+           coalesce(d.start_time, d.end_time) AS at
       FROM cron.job_run_details d
      ORDER BY d.runid DESC
      LIMIT $3
+), cutoff AS (
+    SELECT r.jobid, max(r.runid) AS runid
+      FROM recent r
+     WHERE r.at < clock_timestamp() - make_interval(secs => $2)
+     GROUP BY r.jobid
 )
-SELECT j.jobid, coalesce(j.jobname::text, ''), j.schedule, j.command, j.database, j.username, j.active,
+SELECT j.jobid, coalesce(j.jobname::text, ''), j.schedule, j.command, j.database, j.username,
+       j.nodename, j.nodeport, j.active,
        coalesce(w.runs, 0), coalesce(w.succeeded, 0), coalesce(w.failed, 0), coalesce(w.running, 0),
+       (SELECT count(*) FROM recent r WHERE r.jobid = j.jobid AND r.status = 'failed' AND r.runid > coalesce(s.runid, 0)),
        coalesce(l.status, ''), coalesce(l.return_message, ''), l.start_time, l.end_time,
-       s.end_time, f.start_time, coalesce(f.return_message, '')
+       coalesce(fin.status, ''),
+       s.start_time, s.end_time, run.start_time, f.start_time, coalesce(f.return_message, ''),
+       g.gap, g.gap_at
   FROM cron.job j
+  LEFT JOIN cutoff c ON c.jobid = j.jobid
   LEFT JOIN LATERAL (
        SELECT count(*) AS runs,
               count(*) FILTER (WHERE r.status = 'succeeded') AS succeeded,
@@ -141,13 +173,26 @@ SELECT j.jobid, coalesce(j.jobname::text, ''), j.schedule, j.command, j.database
               count(*) FILTER (WHERE r.status IN ('starting', 'connecting', 'sending', 'running')) AS running
          FROM recent r
         WHERE r.jobid = j.jobid
-          AND (r.start_time >= clock_timestamp() - make_interval(secs => $2)
+          AND (r.runid > coalesce(c.runid, 0)
                OR r.status IN ('starting', 'connecting', 'sending', 'running'))) w ON true
   LEFT JOIN LATERAL (SELECT * FROM recent r WHERE r.jobid = j.jobid ORDER BY r.runid DESC LIMIT 1) l ON true
+  LEFT JOIN LATERAL (SELECT * FROM recent r WHERE r.jobid = j.jobid AND r.status IN ('succeeded', 'failed')
+                      ORDER BY r.runid DESC LIMIT 1) fin ON true
   LEFT JOIN LATERAL (SELECT * FROM recent r WHERE r.jobid = j.jobid AND r.status = 'succeeded'
                       ORDER BY r.runid DESC LIMIT 1) s ON true
+  LEFT JOIN LATERAL (SELECT * FROM recent r WHERE r.jobid = j.jobid AND r.status IN ('starting', 'connecting', 'sending', 'running')
+                      ORDER BY r.runid DESC LIMIT 1) run ON true
   LEFT JOIN LATERAL (SELECT * FROM recent r WHERE r.jobid = j.jobid AND r.status = 'failed'
                       ORDER BY r.runid DESC LIMIT 1) f ON true
+  LEFT JOIN LATERAL (
+       SELECT extract(epoch FROM x.next_start - x.end_time)::float8 AS gap, x.end_time AS gap_at
+         FROM (SELECT r.end_time, lead(r.start_time) OVER (ORDER BY r.runid) AS next_start
+                 FROM recent r
+                WHERE r.jobid = j.jobid AND r.start_time IS NOT NULL
+                  AND r.runid > coalesce(c.runid, 0)) x
+        WHERE x.end_time IS NOT NULL AND x.next_start IS NOT NULL
+        ORDER BY x.next_start - x.end_time DESC
+        LIMIT 1) g ON true
  WHERE j.jobname::text = ANY ($1::text[])
  ORDER BY j.jobname, j.jobid`
 
@@ -159,10 +204,12 @@ func CronJobs(ctx context.Context, q Querier, names []string, window time.Durati
 	return queryAll(ctx, q, "reading pg_cron jobs", QueryCronJobs,
 		func(row pgx.CollectableRow) (CronJob, error) {
 			var j CronJob
-			err := row.Scan(&j.JobID, &j.Name, &j.Schedule, &j.Command, &j.Database, &j.Username, &j.Active,
-				&j.Runs, &j.Succeeded, &j.Failed, &j.Running,
-				&j.LastStatus, &j.LastMessage, &j.LastStart, &j.LastEnd,
-				&j.LastSuccessEnd, &j.LastFailureStart, &j.LastFailureMessage)
+			err := row.Scan(&j.JobID, &j.Name, &j.Schedule, &j.Command, &j.Database, &j.Username,
+				&j.NodeName, &j.NodePort, &j.Active,
+				&j.Runs, &j.Succeeded, &j.Failed, &j.Running, &j.FailedSinceSuccess,
+				&j.LastStatus, &j.LastMessage, &j.LastStart, &j.LastEnd, &j.LastFinishedStatus,
+				&j.LastSuccessStart, &j.LastSuccessEnd, &j.RunningSince, &j.LastFailureStart, &j.LastFailureMessage,
+				&j.LargestGap, &j.LargestGapAt)
 			return j, err
 		}, names, window.Seconds(), CronRunScanLimit)
 }

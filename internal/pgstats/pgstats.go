@@ -30,7 +30,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // Querier is what the functions of this package need from a connection:
@@ -43,12 +44,14 @@ type Querier interface {
 // DefaultTimeout bounds a call whose context has no deadline.
 const DefaultTimeout = 10 * time.Second
 
-// Sentinel errors; test with errors.Is.
+// Sentinel errors; test with errors.Is. The classification is
+// internal/db's (one mapping for the whole program): ErrPermission is
+// db.ErrPrivilege, so errors.Is works with either name.
 var (
-	// ErrPermission: the role may not read this (SQLSTATE 42501).
-	ErrPermission = errors.New("permission denied")
+	// ErrPermission: the role may not read this (insufficient_privilege).
+	ErrPermission = db.ErrPrivilege
 	// ErrUnavailable: the object does not exist here (schema, function,
-	// extension or server feature missing).
+	// extension or server feature missing; db.IsUndefined).
 	ErrUnavailable = errors.New("not available")
 )
 
@@ -60,24 +63,21 @@ func withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, DefaultTimeout)
 }
 
-// wrap maps database errors to the sentinels at this one boundary.
+// wrap classifies a database error through internal/db at this one
+// boundary: connection and privilege errors as db.MapError does (with its
+// hint), a missing object as ErrUnavailable.
 func wrap(doing string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "42501": // insufficient_privilege
-			return fmt.Errorf("pgstats: %s: %w: %w", doing, ErrPermission, err)
-		case "3F000", // invalid_schema_name
-			"42P01", // undefined_table
-			"42883", // undefined_function
-			"42704": // undefined_object (e.g. unknown GUC)
-			return fmt.Errorf("pgstats: %s: %w: %w", doing, ErrUnavailable, err)
+	if db.IsUndefined(err) {
+		mapped := db.MapError(err) // db.ErrNotInstalled when it is the engine that is missing
+		if mapped == err {
+			mapped = db.Described(err)
 		}
+		return fmt.Errorf("pgstats: %s: %w: %w", doing, ErrUnavailable, mapped)
 	}
-	return fmt.Errorf("pgstats: %s: %w", doing, err)
+	return fmt.Errorf("pgstats: %s: %w", doing, db.MapError(err))
 }
 
 // queryAll runs sql and scans every row with scan.

@@ -2,6 +2,7 @@ package pgstats
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -134,4 +135,40 @@ func LastMetaRotation(ctx context.Context, q Querier) (*time.Time, error) {
 	var t *time.Time
 	err := queryOne(ctx, q, "reading the last metadata rotation", QueryLastMetaRotation, nil, &t)
 	return t, err
+}
+
+// TickGap is the longest pause between two consecutive ticks of one queue
+// that both carried events (the queue was busy across the pause), among the
+// tick rows the engine still keeps (a few metadata rotation periods).
+type TickGap struct {
+	Queue string    `json:"queue"`
+	Gap   float64   `json:"gap_s"`
+	From  time.Time `json:"from"` // the tick before the pause
+}
+
+// QueryTickGap finds [TickGap]. It reads pgque.tick and pgque.queue, which
+// only their owner and superusers may read.
+const QueryTickGap = `
+SELECT q.queue_name, extract(epoch FROM g.tick_time - g.prev_time)::float8, g.prev_time
+  FROM (SELECT t.tick_queue, t.tick_time, t.tick_new_ids,
+               lag(t.tick_time) OVER w AS prev_time, lag(t.tick_new_ids) OVER w AS prev_new
+          FROM pgque.tick t
+        WINDOW w AS (PARTITION BY t.tick_queue ORDER BY t.tick_id)) g
+  JOIN pgque.queue q ON q.queue_id = g.tick_queue
+ WHERE g.tick_new_ids > 0 AND g.prev_new > 0
+ ORDER BY g.tick_time - g.prev_time DESC
+ LIMIT 1`
+
+// LongestTickGap reads [TickGap]; nil when no queue had two consecutive
+// busy ticks. ErrPermission for roles that may not read the tick table.
+func LongestTickGap(ctx context.Context, q Querier) (*TickGap, error) {
+	var g TickGap
+	err := queryOne(ctx, q, "reading tick gaps", QueryTickGap, nil, &g.Queue, &g.Gap, &g.From)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &g, nil
 }

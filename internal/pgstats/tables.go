@@ -2,6 +2,8 @@ package pgstats
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"time"
@@ -63,13 +65,18 @@ func ClassifyTable(name, parent string) (TableKind, int64) {
 
 // TableStat is one table's row of pg_stat_user_tables plus its kind.
 type TableStat struct {
-	Schema          string     `json:"schema"`
-	Name            string     `json:"name"`
-	Parent          string     `json:"parent,omitempty"` // partitioned parent or inheritance parent
-	Kind            TableKind  `json:"kind"`
-	QueueID         int64      `json:"queue_id,omitempty"` // event tables only
-	LiveTuples      int64      `json:"live_tuples"`
-	DeadTuples      int64      `json:"dead_tuples"`
+	Schema     string    `json:"schema"`
+	Name       string    `json:"name"`
+	Parent     string    `json:"parent,omitempty"` // partitioned parent or inheritance parent
+	Kind       TableKind `json:"kind"`
+	QueueID    int64     `json:"queue_id,omitempty"` // event tables only
+	LiveTuples int64     `json:"live_tuples"`
+	DeadTuples int64     `json:"dead_tuples"` // by DeadMethod
+	// DeadMethod says how DeadTuples was measured (DeadByStats,
+	// DeadByPgstattuple, DeadByPages); StatsDeadTuples is n_dead_tup.
+	DeadMethod      string     `json:"dead_method"`
+	StatsDeadTuples int64      `json:"stats_dead_tuples"`
+	Pages           int64      `json:"pages,omitempty"` // heap pages, when measured by pages
 	Inserts         int64      `json:"inserts"`
 	Updates         int64      `json:"updates"`
 	HOTUpdates      int64      `json:"hot_updates"`
@@ -178,4 +185,136 @@ func SumByKind(tables []TableStat) []KindTotals {
 		k.SizeBytes += t.SizeBytes
 	}
 	return out
+}
+
+// Methods of measuring dead tuples ([TableStat].DeadMethod).
+const (
+	// DeadByStats: pg_stat_user_tables.n_dead_tup. It only goes down when
+	// VACUUM runs, not when HOT pruning frees the space, and the engine's
+	// metadata tables run without autovacuum: for them it overcounts (and
+	// stays up after the cause ended). Used for event tables.
+	DeadByStats = "stats"
+	// DeadByPgstattuple: an exact count, pgstattuple(regclass).
+	DeadByPgstattuple = "pgstattuple"
+	// DeadByPages: an upper bound from the table's size: the tuples its
+	// pages could hold beyond the live ones (0 for an empty child), capped
+	// at n_dead_tup.
+	DeadByPages = "pages"
+)
+
+// QueryPgstattuple finds the pgstattuple extension's schema and whether the
+// role may call it (superuser, or pg_stat_scan_tables, part of pg_monitor).
+const QueryPgstattuple = `
+SELECT n.nspname::text,
+       has_function_privilege(format('%I.pgstattuple(regclass)', n.nspname), 'EXECUTE')
+  FROM pg_extension e
+  JOIN pg_namespace n ON n.oid = e.extnamespace
+ WHERE e.extname = 'pgstattuple'`
+
+// queryExactDead counts dead tuples exactly (%s: pgstattuple's schema).
+// It reads the tables named $2 of schema $1 (under ACCESS SHARE: small
+// metadata tables only).
+const queryExactDead = `
+SELECT c.relname::text, s.dead_tuple_count
+  FROM pg_class c
+ CROSS JOIN LATERAL %s.pgstattuple(c.oid) s
+ WHERE c.relnamespace = $1::regnamespace
+   AND c.relkind = 'r'
+   AND c.relname = ANY ($2::text[])`
+
+// QueryPageCapacity reads each table's size in pages and how many tuples a
+// page can hold at most: (block size - page header) / the smallest tuple
+// its columns allow (tuple header + line pointer + fixed-width columns + a
+// byte per variable-width one).
+const QueryPageCapacity = `
+SELECT c.relname::text,
+       pg_relation_size(c.oid) / current_setting('block_size')::bigint,
+       (current_setting('block_size')::int - 24)
+       / (SELECT 24 + 4 + coalesce(sum(a.attlen) FILTER (WHERE a.attlen > 0), 0) + count(*) FILTER (WHERE a.attlen < 0)
+            FROM pg_attribute a
+           WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
+  FROM pg_class c
+ WHERE c.relnamespace = $1::regnamespace
+   AND c.relkind = 'r'
+   AND c.relname = ANY ($2::text[])`
+
+// isMetadata says whether a table kind is rotated metadata, whose dead
+// tuples are measured rather than read from the statistics.
+func isMetadata(k TableKind) bool {
+	return k == KindTick || k == KindSubscription || k == KindCursor
+}
+
+// MeasureDead replaces the statistics' dead-tuple counts of the metadata
+// tables (tick, subscription, cursor) in tables by a measure: exact with
+// pgstattuple when the extension exists in the database and the role may
+// use it, else the page-based bound. It returns the method used.
+// StatsDeadTuples keeps n_dead_tup.
+func MeasureDead(ctx context.Context, q Querier, schema string, tables []TableStat) (string, error) {
+	var names []string
+	idx := map[string]int{}
+	for i := range tables {
+		tables[i].StatsDeadTuples = tables[i].DeadTuples
+		tables[i].DeadMethod = DeadByStats
+		if isMetadata(tables[i].Kind) {
+			names = append(names, tables[i].Name)
+			idx[tables[i].Name] = i
+		}
+	}
+	if len(names) == 0 {
+		return DeadByStats, nil
+	}
+	var extSchema string
+	var usable bool
+	err := queryOne(ctx, q, "looking for pgstattuple", QueryPgstattuple, nil, &extSchema, &usable)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", err
+	}
+	if err == nil && usable {
+		type pair struct {
+			name string
+			dead int64
+		}
+		rows, err := queryAll(ctx, q, "counting dead tuples with pgstattuple",
+			fmt.Sprintf(queryExactDead, pgx.Identifier{extSchema}.Sanitize()),
+			func(row pgx.CollectableRow) (pair, error) {
+				var p pair
+				err := row.Scan(&p.name, &p.dead)
+				return p, err
+			}, schema, names)
+		if err == nil {
+			for _, p := range rows {
+				t := &tables[idx[p.name]]
+				t.DeadTuples, t.DeadMethod = p.dead, DeadByPgstattuple
+			}
+			return DeadByPgstattuple, nil
+		}
+		// Fall back to pages (e.g. a table truncated meanwhile).
+	}
+	type capRow struct {
+		name         string
+		pages, limit int64
+	}
+	caps, err := queryAll(ctx, q, "reading table sizes", QueryPageCapacity,
+		func(row pgx.CollectableRow) (capRow, error) {
+			var c capRow
+			err := row.Scan(&c.name, &c.pages, &c.limit)
+			return c, err
+		}, schema, names)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range caps {
+		t := &tables[idx[c.name]]
+		t.Pages = c.pages
+		t.DeadTuples, t.DeadMethod = PageBoundDead(c.pages, c.limit, t.LiveTuples, t.StatsDeadTuples), DeadByPages
+	}
+	return DeadByPages, nil
+}
+
+// PageBoundDead is the page-based bound of a table's dead tuples: what its
+// pages could hold beyond the live tuples, never more than the statistics
+// counted (statsDead) nor below 0.
+func PageBoundDead(pages, perPage, live, statsDead int64) int64 {
+	room := pages*perPage - live
+	return max(0, min(room, statsDead))
 }

@@ -1,8 +1,11 @@
 package status
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/pgquectl/pgquectl/internal/pgstats"
 )
 
 // Section names as they appear in checks and headings.
@@ -75,14 +78,13 @@ func finish(r *Report) {
 		}
 		add(SectionCron, "ticking", r.Cron.Ticking)
 		problems(SectionCron, r.Cron.Problems)
-		if len(r.Notify.Problems) == 0 {
-			add(SectionNotify, "notify queue", r.Notify.Verdict)
+		for _, sc := range serverChecks {
+			v, ps := sc.result(r)
+			if len(ps) == 0 {
+				add(sc.section, sc.name, v)
+			}
+			problems(sc.section, ps)
 		}
-		problems(SectionNotify, r.Notify.Problems)
-		if len(r.Connections.Problems) == 0 {
-			add(SectionConnections, "connections", r.Connections.Verdict)
-		}
-		problems(SectionConnections, r.Connections.Problems)
 	}
 	r.Level = OK
 	for _, c := range r.Checks {
@@ -118,3 +120,27 @@ func summary(r *Report) string {
 	}
 	return strings.ReplaceAll(b.String(), "\n", " ")
 }
+
+// serverCheck is one check of the SERVER table as one unit: its file
+// (check_<name>.go) holds the query it runs, the thresholds it compares
+// with, the judgement, the section it fills in the report and the row it
+// shows, and registers itself in serverChecks. The collector, the check
+// list (--check, JSON checks[]) and the table all iterate over
+// serverChecks, so adding such a check touches no other code (its
+// thresholds still need fields in Thresholds and the Report a field for
+// its JSON section).
+type serverCheck struct {
+	name    string // check name and row label, e.g. "notify queue"
+	section string // Section* constant
+	// collect runs the query, judges the value and stores both (or a
+	// problem) in the report.
+	collect func(ctx context.Context, q pgstats.Querier, r *Report)
+	// result returns the verdict and the problems stored by collect.
+	result func(r *Report) (Verdict, []Problem)
+	// value is the row's value column.
+	value func(r *Report) string
+}
+
+// serverChecks lists the SERVER checks in display order; each check's
+// file appends to it from init (file names sort in display order).
+var serverChecks []serverCheck

@@ -96,7 +96,7 @@ func TestCronFailedRunCrit(t *testing.T) {
 
 	r := collect(t, c)
 	j = check(t, r, "cron job "+name)
-	if j.Level != status.Crit || !strings.Contains(j.Reason, "1 failed run") || !strings.Contains(j.Reason, "fails on purpose") {
+	if j.Level != status.Crit || !strings.Contains(j.Reason, "1 run(s) failed since the last success") || !strings.Contains(j.Reason, "fails on purpose") {
 		t.Fatalf("after a failed run: %+v", j)
 	}
 	if r.Level != status.Crit {

@@ -22,9 +22,20 @@ func dur(s float64) string {
 	case d < time.Minute:
 		return d.Round(100 * time.Millisecond).String()
 	case d < time.Hour:
-		return d.Round(time.Second).String()
+		return trimZeroUnits(d.Round(time.Second).String())
 	}
-	return d.Round(time.Minute).String()
+	return trimZeroUnits(d.Round(time.Minute).String())
+}
+
+// trimZeroUnits shortens "2h0m0s" to "2h" and "10m0s" to "10m".
+func trimZeroUnits(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // queueVerdict judges tick lag, pause and event-table rotation of a queue.
@@ -37,7 +48,7 @@ func queueVerdict(row *QueueRow, t Thresholds) Verdict {
 	v := ok("ticking")
 	switch {
 	case lag.Paused:
-		v = warn("ticker paused (pgque.set_queue_config(%q, 'ticker_paused', 'false') resumes it)", row.Name)
+		v = warn("ticker paused (SELECT pgque.set_queue_config(%s, 'ticker_paused', 'false') resumes it)", quoteLiteral(row.Name))
 	case lag.NewEvents > 0 && lag.Lag == nil:
 		v = warn("%s waiting for a tick and the queue never ticked: is a ticker running? (pgquectl tick)", events(lag.NewEvents))
 	case lag.NewEvents > 0 && t.TickLagCritFactor > 0 && *lag.Lag >= row.TickLagCritAt:
@@ -78,9 +89,11 @@ func consumerVerdict(c pgstats.ConsumerInfo, t Thresholds) Verdict {
 	lag := *c.Lag
 	switch {
 	case t.ConsumerLagCrit > 0 && lag >= t.ConsumerLagCrit.Seconds():
-		return crit("%s to read, lag %s (CRIT from %s)", events(pending), dur(lag), dur(t.ConsumerLagCrit.Seconds()))
+		return crit("%s to read, lag %s (CRIT from %s): is the consumer running? Start it or add workers; if it is gone for good, SELECT pgque.unsubscribe(%s, %s) stops keeping events for it",
+			events(pending), dur(lag), dur(t.ConsumerLagCrit.Seconds()), quoteLiteral(c.Queue), quoteLiteral(c.Consumer))
 	case t.ConsumerLagWarn > 0 && lag >= t.ConsumerLagWarn.Seconds():
-		return warn("%s to read, lag %s (WARN from %s): is the consumer running?", events(pending), dur(lag), dur(t.ConsumerLagWarn.Seconds()))
+		return warn("%s to read, lag %s (WARN from %s): is the consumer running? (if it is gone for good: SELECT pgque.unsubscribe(%s, %s))",
+			events(pending), dur(lag), dur(t.ConsumerLagWarn.Seconds()), quoteLiteral(c.Queue), quoteLiteral(c.Consumer))
 	}
 	return ok("%s to read, lag %s", events(pending), dur(lag))
 }
@@ -197,7 +210,7 @@ func backendVerdict(b pgstats.Backend, user string, t Thresholds) Verdict {
 		return ok("%s (%s) holds the horizon %d xids back; its age in time is unknown (standby feedback?)", holderName(b), b.BackendType, b.XminAgeXIDs)
 	}
 	return ageVerdict(holderName(b), *b.XactAge, t,
-		fmt.Sprintf("end the transaction (the client must COMMIT/ROLLBACK) or pg_terminate_backend(%d)", b.PID))
+		fmt.Sprintf("end the transaction (the client must COMMIT/ROLLBACK) or SELECT pg_terminate_backend(%d)", b.PID))
 }
 
 // preparedVerdict judges a prepared transaction.
@@ -206,7 +219,7 @@ func preparedVerdict(p pgstats.PreparedXact, t Thresholds) Verdict {
 		return ok("in database %s: does not hold back this database's tables", p.Database)
 	}
 	return ageVerdict(fmt.Sprintf("prepared transaction %q (owner %s)", p.GID, p.Owner), p.Age, t,
-		fmt.Sprintf("COMMIT PREPARED or ROLLBACK PREPARED %s", quoteLiteral(p.GID)))
+		fmt.Sprintf("COMMIT PREPARED %s or ROLLBACK PREPARED %s", quoteLiteral(p.GID), quoteLiteral(p.GID)))
 }
 
 // slotVerdict judges a replication slot. Its age in time is unknown, so
@@ -220,33 +233,6 @@ func slotVerdict(s pgstats.Slot) Verdict {
 		return ok("active %s slot %q holds xmin %d xids back (standby feedback)", s.Type, s.Name, deref(s.XminAgeXIDs))
 	}
 	return ok("%s slot %q holds only catalog_xmin: pgque tables are not affected", s.Type, s.Name)
-}
-
-// notifyVerdict judges pg_notification_queue_usage().
-func notifyVerdict(u float64, t Thresholds) Verdict {
-	switch {
-	case t.NotifyCrit > 0 && u >= t.NotifyCrit:
-		return crit("NOTIFY queue %.1f%% full (CRIT from %.0f%%): a listener is not reading (a LISTEN session stuck in a transaction?)", u*100, t.NotifyCrit*100)
-	case t.NotifyWarn > 0 && u >= t.NotifyWarn:
-		return warn("NOTIFY queue %.1f%% full (WARN from %.0f%%): a listener is not reading", u*100, t.NotifyWarn*100)
-	}
-	return ok("NOTIFY queue %.2f%% used", u*100)
-}
-
-// connectionsVerdict judges client connections against the limit.
-func connectionsVerdict(c *ConnectionsSection, t Thresholds) Verdict {
-	limit := c.MaxConnections - c.ReservedSuperuser
-	if limit <= 0 {
-		return ok("%d connections", c.Total)
-	}
-	c.Share = float64(c.Total) / float64(limit)
-	switch {
-	case t.ConnectionsCrit > 0 && c.Share >= t.ConnectionsCrit:
-		return crit("%d of %d connections in use (CRIT from %.0f%%)", c.Total, limit, t.ConnectionsCrit*100)
-	case t.ConnectionsWarn > 0 && c.Share >= t.ConnectionsWarn:
-		return warn("%d of %d connections in use (WARN from %.0f%%)", c.Total, limit, t.ConnectionsWarn*100)
-	}
-	return ok("%d of %d connections in use", c.Total, limit)
 }
 
 // scheduleInterval returns how often a pg_cron schedule fires, in seconds,
@@ -276,28 +262,42 @@ func scheduleInterval(s string) (float64, bool) {
 // isTickerJob says whether a job drives ticks.
 func isTickerJob(j pgstats.CronJob) bool { return strings.Contains(j.Command, "ticker") }
 
-// jobVerdict judges one of our pg_cron jobs at server time now.
+// jobVerdict judges one of our pg_cron jobs at server time now, by what its
+// runs achieved: a job whose newest finished run failed is CRIT whether or
+// not that run ever started (pg_cron records "connection failed" runs with
+// no start time); staleness is measured from the newest successful run (or
+// the run in progress), so failing runs do not count as a job that runs.
 func jobVerdict(j *JobRow, logRun bool, now time.Time, t Thresholds) Verdict {
 	if iv, known := scheduleInterval(j.Schedule); known {
 		j.Interval = &iv
 	}
-	if j.LastStart != nil {
-		s := now.Sub(*j.LastStart).Seconds()
+	var lastGood *time.Time // the newest successful start, or the run in progress
+	switch {
+	case j.RunningSince != nil:
+		lastGood = j.RunningSince
+	case j.LastSuccessStart != nil:
+		lastGood = j.LastSuccessStart
+	}
+	if lastGood != nil {
+		s := now.Sub(*lastGood).Seconds()
 		j.SinceLastRun = &s
 	}
-	if j.Failed > 0 {
-		msg, _, _ := strings.Cut(strings.TrimSpace(j.LastFailureMessage), "\n")
-		at := ""
-		if j.LastFailureStart != nil {
-			at = " at " + j.LastFailureStart.UTC().Format(time.RFC3339)
+	if j.LastFinishedStatus == "failed" && j.RunningSince == nil {
+		since := "no run of it succeeded among the recent runs"
+		if j.LastSuccessEnd != nil {
+			since = "the last success ended " + dur(now.Sub(*j.LastSuccessEnd).Seconds()) + " ago"
 		}
-		return crit("%d failed run(s) in the last %s; latest%s: %s (see cron.job_run_details, jobid %d)",
-			j.Failed, dur(t.CronWindow.Seconds()), at, msg, j.JobID)
+		return crit("failing: %d run(s) failed since the last success (%s); latest: %s (jobid %d, cron.job_run_details)%s",
+			j.FailedSinceSuccess, since, firstLine(j.LastFailureMessage), j.JobID, failureHint(j.CronJob))
 	}
 	if !j.Active {
 		return warn("job is inactive: it does not run (pgquectl tick re-registers it)")
 	}
-	if j.LastStart == nil {
+	if j.Failed > 0 {
+		return warn("%d failed run(s) in the last %s, the newest finished run succeeded; latest failure: %s (jobid %d)",
+			j.Failed, dur(t.CronWindow.Seconds()), firstLine(j.LastFailureMessage), j.JobID)
+	}
+	if lastGood == nil {
 		if !logRun {
 			return unknown("cron.log_run is off: pg_cron keeps no run history to judge this job by")
 		}
@@ -305,22 +305,36 @@ func jobVerdict(j *JobRow, logRun bool, now time.Time, t Thresholds) Verdict {
 		// ticker that never runs shows up as tick lag instead.
 		return ok("no run recorded yet (a new job's first run is at most one schedule interval away)")
 	}
-	if j.Interval != nil {
+	if j.Interval != nil && j.RunningSince == nil {
 		warnAt := t.CronStaleWarnFactor**j.Interval + t.CronStaleGrace.Seconds()
 		critAt := t.CronStaleCritFactor**j.Interval + t.CronStaleGrace.Seconds()
 		switch {
 		case t.CronStaleCritFactor > 0 && *j.SinceLastRun >= critAt:
-			return crit("newest run started %s ago, schedule %q (CRIT from %s): is the pg_cron launcher running? (check max_worker_processes / the server log)",
+			return crit("newest successful run started %s ago, schedule %q (CRIT from %s): is the pg_cron launcher running? (check max_worker_processes / the server log)",
 				dur(*j.SinceLastRun), j.Schedule, dur(critAt))
 		case t.CronStaleWarnFactor > 0 && *j.SinceLastRun >= warnAt:
-			return warn("newest run started %s ago, schedule %q (WARN from %s)", dur(*j.SinceLastRun), j.Schedule, dur(warnAt))
-		}
-		if j.LastSuccessEnd != nil && t.CronStaleCritFactor > 0 && j.LastStatus != "running" &&
-			now.Sub(*j.LastSuccessEnd).Seconds() >= critAt {
-			return warn("runs start but none succeeded for %s (last status %s)", dur(now.Sub(*j.LastSuccessEnd).Seconds()), j.LastStatus)
+			return warn("newest successful run started %s ago, schedule %q (WARN from %s)", dur(*j.SinceLastRun), j.Schedule, dur(warnAt))
 		}
 	}
-	return ok("last run %s, started %s ago", j.LastStatus, dur(*j.SinceLastRun))
+	if j.RunningSince != nil {
+		return ok("running since %s ago", dur(*j.SinceLastRun))
+	}
+	return ok("last run succeeded, started %s ago", dur(*j.SinceLastRun))
+}
+
+// firstLine is the first line of a server message, trimmed.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// failureHint says what usually fixes a failure pg_cron reports.
+func failureHint(j pgstats.CronJob) string {
+	if strings.Contains(j.LastFailureMessage, "connection failed") {
+		return fmt.Sprintf("; pg_cron could not connect to %s port %d (cron.job nodename / nodeport): check that the server listens there, cron.host, and pg_hba.conf for user %s",
+			j.NodeName, j.NodePort, j.Username)
+	}
+	return ""
 }
 
 func bytesText(b float64) string {

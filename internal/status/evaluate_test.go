@@ -52,13 +52,24 @@ func TestJobVerdict(t *testing.T) {
 		want Level
 		says string
 	}{
-		{"running loop", pgstats.CronJob{Schedule: "* * * * *", Active: true, LastStatus: "running", LastStart: ago(30 * time.Second), LastSuccessEnd: ago(31 * time.Second)}, OK, "last run running"},
-		{"failed", pgstats.CronJob{Schedule: "* * * * *", Active: true, Failed: 2, LastFailureMessage: "ERROR:  boom\nCONTEXT: x", LastStart: ago(time.Second)}, Crit, "2 failed run(s)"},
+		{"running loop", pgstats.CronJob{Schedule: "* * * * *", Active: true, LastStatus: "running", LastFinishedStatus: "succeeded",
+			RunningSince: ago(30 * time.Second), LastSuccessStart: ago(91 * time.Second), LastSuccessEnd: ago(31 * time.Second)}, OK, "running since 30s"},
+		{"failing", pgstats.CronJob{Schedule: "* * * * *", Active: true, Failed: 2, FailedSinceSuccess: 2, LastFinishedStatus: "failed",
+			LastFailureMessage: "ERROR:  boom\nCONTEXT: x", LastStatus: "failed"}, Crit, "2 run(s) failed since the last success"},
+		// pg_cron could not connect: no start time, the newest run failed.
+		{"connection failed", pgstats.CronJob{Schedule: "* * * * *", Active: true, Failed: 3, FailedSinceSuccess: 3, LastFinishedStatus: "failed",
+			LastFailureMessage: "connection failed", LastStatus: "failed", NodeName: "localhost", NodePort: 5999, Username: "app",
+			LastSuccessStart: ago(time.Hour), LastSuccessEnd: ago(time.Hour)}, Crit, "pg_cron could not connect to localhost port 5999"},
+		{"recovered", pgstats.CronJob{Schedule: "* * * * *", Active: true, Failed: 1, LastFinishedStatus: "succeeded", LastStatus: "succeeded",
+			LastFailureMessage: "ERROR:  boom", LastSuccessStart: ago(time.Second), LastSuccessEnd: ago(time.Second)}, Warn, "newest finished run succeeded"},
 		{"inactive", pgstats.CronJob{Schedule: "* * * * *"}, Warn, "inactive"},
 		{"never ran", pgstats.CronJob{Schedule: "* * * * *", Active: true}, OK, "no run recorded"},
-		{"stale warn", pgstats.CronJob{Schedule: "* * * * *", Active: true, LastStatus: "succeeded", LastStart: ago(151 * time.Second), LastSuccessEnd: ago(150 * time.Second)}, Warn, "WARN from 2m30s"},
-		{"stale crit", pgstats.CronJob{Schedule: "1 seconds", Active: true, LastStatus: "succeeded", LastStart: ago(36 * time.Second), LastSuccessEnd: ago(35 * time.Second)}, Crit, "CRIT from 35s"},
-		{"yearly", pgstats.CronJob{Schedule: "0 0 1 1 *", Active: true, LastStatus: "succeeded", LastStart: ago(1000 * time.Hour)}, OK, "last run succeeded"},
+		{"stale warn", pgstats.CronJob{Schedule: "* * * * *", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
+			LastSuccessStart: ago(151 * time.Second), LastSuccessEnd: ago(150 * time.Second)}, Warn, "WARN from 2m30s"},
+		{"stale crit", pgstats.CronJob{Schedule: "1 seconds", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
+			LastSuccessStart: ago(36 * time.Second), LastSuccessEnd: ago(35 * time.Second)}, Crit, "CRIT from 35s"},
+		{"yearly", pgstats.CronJob{Schedule: "0 0 1 1 *", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
+			LastSuccessStart: ago(1000 * time.Hour)}, OK, "last run succeeded"},
 	} {
 		row := JobRow{CronJob: tc.job}
 		v := jobVerdict(&row, true, now, th)

@@ -110,21 +110,32 @@ func (c *Collector) qctx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, c.opts.QueryTimeout)
 }
 
-// ErrUnreachable wraps the error of a collection that could not talk to the
-// database at all (the report's level is then UNKNOWN).
-var ErrUnreachable = errors.New("database unreachable")
+// ErrInterrupted: the collection was cancelled (Ctrl-C) before it finished;
+// the report is incomplete and says nothing about the database.
+var ErrInterrupted = errors.New("interrupted")
+
+func interrupted(r *Report) (*Report, error) {
+	r.Error = "interrupted before the report was complete"
+	finish(r)
+	return r, ErrInterrupted
+}
 
 // Collect gathers one report. The error is non-nil only when the database
-// cannot be reached (wrapping ErrUnreachable); the returned report then
-// carries Level UNKNOWN and the error text. Everything else (unreadable
+// cannot be read at all (classified by internal/db: errors.Is(err,
+// db.ErrUnreachable), db.ErrAuth, ...) or the collection was interrupted
+// (ErrInterrupted); the returned report then carries Level UNKNOWN and the
+// error text. Everything else (unreadable
 // sections, missing engine) is reported inside the report.
 func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 	began := time.Now()
 	r := &Report{Time: began, Thresholds: c.opts.Thresholds}
 	fail := func(err error) (*Report, error) {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return interrupted(r)
+		}
 		r.Error = err.Error()
 		finish(r)
-		return r, fmt.Errorf("%w: %w", ErrUnreachable, err)
+		return r, err
 	}
 	if err := c.connect(ctx); err != nil {
 		return fail(err)
@@ -134,7 +145,7 @@ func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 	cancel()
 	if err != nil {
 		c.Close(ctx)
-		return fail(fmt.Errorf("reading the session: %w", db.MapError(err)))
+		return fail(err)
 	}
 	r.Session = &sess
 	r.Time = sess.Now
@@ -150,8 +161,11 @@ func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 	c.bloat(ctx, r)
 	c.xmin(ctx, r)
 	c.cron(ctx, r)
-	c.notify(ctx, r)
-	c.connections(ctx, r)
+	for _, sc := range serverChecks {
+		qctx, cancel := c.qctx(ctx)
+		sc.collect(qctx, c.conn, r)
+		cancel()
+	}
 	c.consumers(ctx, r)
 
 	if start != nil && c.prev == nil {
@@ -167,11 +181,23 @@ func (c *Collector) Collect(ctx context.Context) (*Report, error) {
 		}
 	}
 	c.queues(ctx, r) // after the wait: the freshest tick lag
+	if r.Engine.Installed && r.Engine.SchemaUsage {
+		qctx, cancel := c.qctx(ctx)
+		if g, err := pgstats.LongestTickGap(qctx, c.conn); err == nil {
+			r.Cron.TickGap = g
+		} else {
+			c.opts.Log.Debug("status: tick gaps not readable", "err", err) // needs more than pgque_reader
+		}
+		cancel()
+	}
 	if start != nil {
 		if end := c.readSample(ctx, r); end != nil {
 			c.walRate(r, start, end)
 			c.prev = end
 		}
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return interrupted(r) // what was read after the interrupt is incomplete
 	}
 	c.judgeTicking(r)
 	if c.conn.IsClosed() {
@@ -321,6 +347,13 @@ func (c *Collector) bloat(ctx context.Context, r *Report) {
 		r.Bloat.Problems = appendProblem(r.Bloat.Problems, "pg_stat_user_tables", err, r)
 		return
 	}
+	method, err := pgstats.MeasureDead(qctx, c.conn, "pgque", ts)
+	if err != nil {
+		// The statistics' counts stay; say why they may overcount.
+		c.opts.Log.Debug("status: measuring dead tuples of the metadata tables", "err", err)
+		method = pgstats.DeadByStats
+	}
+	r.Bloat.MetadataMethod = method
 	r.Bloat.Tables = ts
 	r.Bloat.Families = families(ts, r.Thresholds)
 }
@@ -398,30 +431,6 @@ func (o *oldest) add(v Verdict) {
 	o.v = worse(o.v, v)
 }
 
-func (c *Collector) notify(ctx context.Context, r *Report) {
-	qctx, cancel := c.qctx(ctx)
-	defer cancel()
-	u, err := pgstats.NotifyQueueUsage(qctx, c.conn)
-	if err != nil {
-		r.Notify.Problems = appendProblem(r.Notify.Problems, "pg_notification_queue_usage()", err, r)
-		return
-	}
-	r.Notify.Usage = u
-	r.Notify.Verdict = notifyVerdict(u, r.Thresholds)
-}
-
-func (c *Collector) connections(ctx context.Context, r *Report) {
-	qctx, cancel := c.qctx(ctx)
-	defer cancel()
-	cs, err := pgstats.ReadConnections(qctx, c.conn)
-	if err != nil {
-		r.Connections.Problems = appendProblem(r.Connections.Problems, "pg_stat_database", err, r)
-		return
-	}
-	r.Connections.Connections = cs
-	r.Connections.Verdict = connectionsVerdict(&r.Connections, r.Thresholds)
-}
-
 // cron reads pg_cron's jobs of this database (in cron.database_name) and
 // the ticker daemon's leader.
 func (c *Collector) cron(ctx context.Context, r *Report) {
@@ -433,6 +442,9 @@ func (c *Collector) cron(ctx context.Context, r *Report) {
 		cs.Problems = appendProblem(cs.Problems, "pg_locks (ticker daemon leader)", err, r)
 	}
 	cs.Daemon = holders
+	if cs.Loop, err = pgstats.AdvisoryHolders(qctx, c.conn, locks.ClassID, locks.TickerLoop); err != nil {
+		cs.Problems = appendProblem(cs.Problems, "pg_locks (pg_cron loop)", err, r)
+	}
 
 	settings, err := pgstats.ReadCronSettings(qctx, c.conn)
 	if err != nil {
@@ -539,16 +551,13 @@ func historyVerdict(a pgstats.CronAccess, t Thresholds) Verdict {
 	return ok("cron.job_run_details: %d rows, %s", a.RunDetailRows, bytesText(float64(a.RunDetailSize)))
 }
 
-// judgeTicking decides what ticks this database's queues.
+// judgeTicking decides what ticks this database's queues, judged by what
+// happens (successful runs, the loop's liveness lock, tick lag of queues
+// with events waiting), not by which jobs exist.
 func (c *Collector) judgeTicking(r *Report) {
 	cs := &r.Cron
-	var leader *pgstats.AdvisoryHolder
-	for i := range cs.Daemon {
-		if cs.Daemon[i].Granted {
-			leader = &cs.Daemon[i]
-			break
-		}
-	}
+	leader := grantedHolder(cs.Daemon)
+	loop := grantedHolder(cs.Loop)
 	var ticker *JobRow
 	for i := range cs.Jobs {
 		if isTickerJob(cs.Jobs[i].CronJob) {
@@ -557,33 +566,93 @@ func (c *Collector) judgeTicking(r *Report) {
 		}
 	}
 	needTicks := 0
-	for _, q := range r.Queues.Rows {
+	var stalled *QueueRow // the queue with events waiting longest for a tick, when WARN or worse
+	for i, q := range r.Queues.Rows {
 		if !q.ExternalTicker {
 			needTicks++
 		}
+		lag := pgstats.LagOf(q.QueueInfo)
+		if lag.NewEvents > 0 && !lag.Paused && q.Level != OK && lag.Lag != nil && *lag.Lag >= q.TickLagWarnAt &&
+			(stalled == nil || *lag.Lag > *stalled.TickerLag) {
+			stalled = &r.Queues.Rows[i]
+		}
+	}
+	// The pg_cron loop is alive when it holds its liveness lock, or when
+	// pg_cron reports the ticker job's run in progress.
+	cronRunning := ticker != nil && ticker.RunningSince != nil
+	cs.LoopAlive = loop != nil || cronRunning
+	cronTicks := ticker != nil && ticker.Active && ticker.Level != Crit &&
+		(cronRunning || ticker.LastFinishedStatus == "succeeded")
+	loopText := "pg_cron loop alive"
+	switch {
+	case loop != nil:
+		loopText += fmt.Sprintf(" (pid %d holds the loop lock)", loop.PID)
+	case cronRunning:
+		loopText += fmt.Sprintf(" (job %s running since %s ago)", ticker.Name, dur(r.Session.Now.Sub(*ticker.RunningSince).Seconds()))
 	}
 	cronHidden := cs.Settings.Loaded && cs.Access.Installed && cs.Access.SchemaUsage && !cs.Access.SeesAllJobs && len(cs.Jobs) == 0
+	var v Verdict
 	switch {
-	case ticker != nil && ticker.Active:
-		cs.Ticking = ok("pg_cron job %s (%s)", ticker.Name, ticker.Schedule)
+	case ticker != nil && ticker.Level == Crit:
+		v = crit("the pg_cron ticker job %s does not tick: %s", ticker.Name, ticker.Reason)
+	case leader != nil && loop != nil:
+		v = ok("%s; ticker daemon pid %d stands by (%s)", loopText, leader.PID, daemonText(*leader))
+	case leader != nil && cronTicks:
+		v = warn("both pg_cron (job %s) and the ticker daemon (pid %d, %s) tick this database: double the ticks and WAL; stop one (pgquectl tick --off, or stop the daemon)",
+			ticker.Name, leader.PID, daemonText(*leader))
+	case cs.LoopAlive:
+		v = ok("%s", loopText)
+	case cronTicks:
+		v = ok("pg_cron job %s (%s): %s", ticker.Name, ticker.Schedule, ticker.Reason)
 	case leader != nil:
-		cs.Ticking = ok("ticker daemon: pid %d (%s)", leader.PID, daemonText(*leader))
+		v = ok("ticker daemon: pid %d (%s)", leader.PID, daemonText(*leader))
 	case len(r.Queues.Problems) > 0 || !r.Engine.Installed || !r.Engine.SchemaUsage:
-		cs.Ticking = unknown("cannot tell whether anything needs ticking: the queues are not readable")
+		v = unknown("cannot tell whether anything needs ticking: the queues are not readable")
 	case len(r.Queues.Rows) == 0:
-		cs.Ticking = ok("no queues: nothing to tick")
+		v = ok("no queues: nothing to tick")
 	case needTicks == 0:
-		cs.Ticking = ok("every queue has an external ticker")
-	case len(cs.Problems) > 0:
-		cs.Ticking = unknown("cannot tell what ticks the queues: the pg_cron section is unreadable")
-	case cronHidden:
-		cs.Ticking = unknown("no pg_cron job of ours is visible to %s and no ticker daemon holds the leader lock: pg_cron shows each role only its own jobs, so run status as the role that ran pgquectl tick, or as a superuser",
-			r.Session.User)
+		v = ok("every queue has an external ticker")
+	case stalled == nil && cronHidden:
+		// pg_cron hides other roles' jobs; the queues say whether ticks come.
+		v = ok("queues tick on time (pg_cron shows %s none of its jobs: run status as the job owner to judge them too)", r.Session.User)
+	case len(cs.Problems) > 0 && stalled == nil:
+		v = ok("queues tick on time (the pg_cron section is unreadable)")
+	case ticker != nil && !ticker.Active:
+		v = warn("the pg_cron ticker job %s is inactive and no ticker daemon runs", ticker.Name)
 	case ticker != nil:
-		cs.Ticking = warn("the pg_cron ticker job %s is inactive and no ticker daemon runs", ticker.Name)
+		v = ok("pg_cron job %s (%s): %s", ticker.Name, ticker.Schedule, ticker.Reason)
 	default:
-		cs.Ticking = warn("nothing ticks the %d queue(s): no pg_cron ticker job and no ticker daemon; run pgquectl tick (pg_cron) or pgquectl tick --run", needTicks)
+		v = warn("nothing ticks the %d queue(s): no pg_cron ticker job and no ticker daemon; run pgquectl tick (pg_cron) or pgquectl tick --run", needTicks)
 	}
+	if stalled != nil {
+		cs.DownFor = stalled.TickerLag
+		lvl := stalled.Level
+		reason := fmt.Sprintf("ticking is down: queue %s has %s waiting and no tick for %s", stalled.Name, events(*stalled.NewEvents), dur(*stalled.TickerLag))
+		if !cs.LoopAlive && leader == nil {
+			reason += "; the pg_cron loop is not alive and no ticker daemon stands by"
+		}
+		v = worse(v, Verdict{Level: lvl, Reason: reason + " (" + v.Reason + ")"})
+	}
+	if ticker != nil && ticker.LargestGap != nil && *ticker.LargestGap >= 1 {
+		cs.LargestGap, cs.LargestGapAt = ticker.LargestGap, ticker.LargestGapAt
+		v.Reason += fmt.Sprintf("; longest pause between ticker runs in the last %s: %s (from %s)",
+			dur(r.Thresholds.CronWindow.Seconds()), dur(*ticker.LargestGap), ticker.LargestGapAt.UTC().Format(time.RFC3339))
+	}
+	if g := cs.TickGap; g != nil && g.Gap >= 1 {
+		v.Reason += fmt.Sprintf("; longest pause between ticks of a busy queue in the kept tick rows: %s (queue %s, from %s)",
+			dur(g.Gap), g.Queue, g.From.UTC().Format(time.RFC3339))
+	}
+	cs.Ticking = v
+}
+
+// grantedHolder returns the session holding the lock, or nil.
+func grantedHolder(hs []pgstats.AdvisoryHolder) *pgstats.AdvisoryHolder {
+	for i := range hs {
+		if hs[i].Granted {
+			return &hs[i]
+		}
+	}
+	return nil
 }
 
 func daemonText(h pgstats.AdvisoryHolder) string {

@@ -4,22 +4,52 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
+	"unicode/utf8"
 )
 
-// WriteJSON writes the whole report as indented JSON.
+// WriteJSON writes the whole report as indented JSON. Every list is a
+// JSON array, empty rather than null, so `jq '.xmin.slots[]'` works on
+// any report.
 func (r *Report) WriteJSON(w io.Writer) error {
+	r.SchemaVersion = SchemaVersion
+	emptyLists(reflect.ValueOf(r))
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(r); err != nil {
 		return fmt.Errorf("writing the JSON report: %w", err)
 	}
 	return nil
+}
+
+// emptyLists replaces every nil slice reachable from v (through pointers,
+// structs and slice elements) by an empty one.
+func emptyLists(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			emptyLists(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				emptyLists(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			if v.CanSet() {
+				v.Set(reflect.MakeSlice(v.Type(), 0, 0))
+			}
+			return
+		}
+		for i := range v.Len() {
+			emptyLists(v.Index(i))
+		}
+	}
 }
 
 // WriteSummary writes the one-line summary (--check).
@@ -30,8 +60,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 
 // tableWriter renders the sections, remembering the first write error.
 type tableWriter struct {
-	w   io.Writer
-	err error
+	w    io.Writer
+	err  error
+	wide bool // -o wide: every column
 }
 
 func (t *tableWriter) printf(format string, a ...any) {
@@ -40,24 +71,53 @@ func (t *tableWriter) printf(format string, a ...any) {
 	}
 }
 
-func (t *tableWriter) table(header []string, rows [][]string) {
+// col is one column of a table: its header and whether only -o wide shows it.
+type col struct {
+	name string
+	wide bool
+}
+
+// table writes rows under header as aligned columns (two spaces apart, no
+// borders: grep- and terminal-friendly), leaving out the wide-only columns
+// unless t.wide.
+func (t *tableWriter) table(header []col, rows [][]string) {
 	if t.err != nil {
 		return
 	}
-	tbl := tablewriter.NewTable(t.w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	upper := make([]any, len(header))
+	var keep []int
 	for i, h := range header {
-		upper[i] = strings.ToUpper(h)
-	}
-	tbl.Header(upper...)
-	for _, row := range rows {
-		if err := tbl.Append(row); err != nil {
-			t.err = fmt.Errorf("rendering a table: %w", err)
-			return
+		if t.wide || !h.wide {
+			keep = append(keep, i)
 		}
 	}
-	if err := tbl.Render(); err != nil {
-		t.err = fmt.Errorf("rendering a table: %w", err)
+	width := make([]int, len(keep))
+	cell := func(row []string, i int) string {
+		if i < len(row) {
+			return row[i]
+		}
+		return ""
+	}
+	for k, i := range keep {
+		width[k] = utf8.RuneCountInString(header[i].name)
+		for _, r := range rows {
+			width[k] = max(width[k], utf8.RuneCountInString(cell(r, i)))
+		}
+	}
+	line := func(cells func(i int) string) {
+		var b strings.Builder
+		b.WriteString("  ")
+		for k, i := range keep {
+			c := cells(i)
+			b.WriteString(c)
+			if k < len(keep)-1 {
+				b.WriteString(strings.Repeat(" ", width[k]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		t.printf("%s\n", strings.TrimRight(b.String(), " "))
+	}
+	line(func(i int) string { return strings.ToUpper(header[i].name) })
+	for _, r := range rows {
+		line(func(i int) string { return cell(r, i) })
 	}
 }
 
@@ -80,16 +140,23 @@ func (t *tableWriter) notes(checks []Check, problems []Problem) {
 	}
 }
 
-// WriteTable writes the report as a heading plus one table per section.
-func (r *Report) WriteTable(w io.Writer) error {
-	t := &tableWriter{w: w}
+// WriteTable writes the report as a heading plus one table per section,
+// with the columns that fit 120 characters (see WriteWide for all).
+func (r *Report) WriteTable(w io.Writer) error { return r.writeTable(w, false) }
+
+// WriteWide writes the report like WriteTable with every column (-o wide).
+func (r *Report) WriteWide(w io.Writer) error { return r.writeTable(w, true) }
+
+func (r *Report) writeTable(w io.Writer, wide bool) error {
+	t := &tableWriter{w: w, wide: wide}
 	if r.Error != "" {
 		t.printf("pgquectl status %s: %s\n", r.Level, r.Error)
 		return t.err
 	}
 	s := r.Session
-	t.printf("pgquectl status: %s — database %s, user %s, PostgreSQL %s, engine %s, at %s\n",
-		r.Level, s.Database, s.User, s.ServerVersion, orDash(r.Engine.Version), r.Time.UTC().Format(time.RFC3339))
+	t.printf("pgquectl status: %s — database %s, user %s, at %s\n",
+		r.Level, s.Database, s.User, r.Time.UTC().Format(time.RFC3339))
+	t.printf("  PostgreSQL %s, engine %s\n", s.ServerVersion, orDash(r.Engine.Version))
 	t.notes(r.checksOf(SectionEngine), r.Engine.Problems)
 
 	t.printf("\nQUEUES\n")
@@ -100,10 +167,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		for _, q := range r.Queues.Rows {
 			rows = append(rows, []string{q.Name, q.Level.String(), intp(q.PendingEvents), intp(q.NewEvents), floatp(q.EventsPerSec, 1),
 				secp(q.TickerLag), dur(q.ExpectedTickEvery), intp(q.TicksInSample), intp(q.LastTickID),
-				dur(q.RotationPeriod) + " / " + secp(q.SinceRotation), metaRotation(r), pinned(q)})
+				secp(q.SinceRotation) + " / " + dur(q.RotationPeriod), metaRotation(r), pinned(q)})
 		}
-		t.table([]string{"queue", "status", "pending", "unticked", "ev/s", "last tick", "tick every", "ticks in sample", "tick id",
-			"rotation every / last", "meta rotation every / last", "pinned by (lag)"}, rows)
+		t.table([]col{{"queue", false}, {"status", false}, {"pending", false}, {"unticked", false}, {"ev/s", true},
+			{"last tick", false}, {"tick every", false}, {"ticks in sample", true}, {"tick id", true},
+			{"rotated / every", false}, {"meta rotation every / last", true}, {"pinned by", false}}, rows)
 	}
 	t.notes(r.checksOf(SectionQueues), r.Queues.Problems)
 
@@ -116,11 +184,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 			rows = append(rows, []string{c.Queue, c.Consumer, c.Level.String(), intp(c.PendingEvents), secp(c.Lag),
 				secp(c.LastSeen), intp(c.LastTick), intp(c.CurrentBatch)})
 		}
-		t.table([]string{"queue", "consumer", "status", "pending", "lag", "last seen", "last tick", "open batch"}, rows)
+		t.table([]col{{"queue", false}, {"consumer", false}, {"status", false}, {"pending", false}, {"lag", false},
+			{"last seen", false}, {"last tick", true}, {"open batch", true}}, rows)
 	}
 	t.notes(r.checksOf(SectionConsumers), r.Consumers.Problems)
 
-	t.printf("\nBLOAT (pg_stat_user_tables, lags ~1 s)\n")
+	t.printf("\nBLOAT (dead tuples: metadata by %s, event tables by pg_stat_user_tables)\n", orDash(r.Bloat.MetadataMethod))
 	if len(r.Bloat.Families) > 0 {
 		rows := make([][]string, 0, len(r.Bloat.Families))
 		for _, f := range r.Bloat.Families {
@@ -131,7 +200,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			rows = append(rows, []string{string(f.Kind), f.Level.String(), strconv.Itoa(f.Tables), i64(f.LiveTuples),
 				i64(f.DeadTuples), i64(f.Bound), critAt, f.WorstName, bytesText(float64(f.SizeBytes))})
 		}
-		t.table([]string{"family", "status", "tables", "live", "dead", "warn above", "crit from", "most dead in", "size"}, rows)
+		t.table([]col{{"family", false}, {"status", false}, {"tables", true}, {"live", false}, {"dead", false},
+			{"warn above", false}, {"crit from", true}, {"most dead in", false}, {"size", false}}, rows)
 	} else if len(r.Bloat.Problems) == 0 {
 		t.printf("  no pgque tables\n")
 	}
@@ -140,7 +210,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 	t.printf("\nWAL\n")
 	if r.WAL.Rate != nil {
 		w := r.WAL
-		t.table([]string{"status", "bytes/s", "bytes", "over", "xids/s", "records", "full pages", "ticks", "ticking share (est.)"},
+		t.table([]col{{"status", false}, {"bytes/s", false}, {"bytes", true}, {"over", false}, {"xids/s", false},
+			{"records", true}, {"full pages", true}, {"ticks", false}, {"ticking share (est.)", false}},
 			[][]string{{w.Level.String(), bytesText(w.Rate.BytesPerSec) + "/s", i64(w.Rate.Bytes), dur(w.Rate.Seconds),
 				strconv.FormatFloat(w.Rate.XIDsPerSec, 'f', 1, 64), i64(w.Rate.Records), i64(w.Rate.FPI), i64(w.Ticks),
 				fmt.Sprintf("%.0f%% (%s)", w.TickShare*100, bytesText(float64(w.TickBytes)))}})
@@ -176,7 +247,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			rows = append(rows, []string{s.Type + " slot " + s.Name, pidp(s.ActivePID), "-", "-", orDash(s.Database),
 				state, xmin, "?", i64(max(deref(s.XminAgeXIDs), deref(s.CatalogAgeXIDs))), s.Level.String()})
 		}
-		t.table([]string{"holder", "pid", "user", "application", "database", "state", "xmin / xid", "age", "age (xids)", "status"}, rows)
+		t.table([]col{{"holder", false}, {"pid", false}, {"user", false}, {"application", true}, {"database", true},
+			{"state", false}, {"xmin / xid", true}, {"age", false}, {"age (xids)", false}, {"status", false}}, rows)
 	}
 	var xminChecks []Check
 	for _, b := range x.Backends {
@@ -209,12 +281,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(c.Jobs) > 0 {
 		rows := make([][]string, 0, len(c.Jobs))
 		for _, j := range c.Jobs {
-			rows = append(rows, []string{j.Name, j.Level.String(), j.Schedule, strconv.FormatBool(j.Active),
+			rows = append(rows, []string{strings.TrimSuffix(j.Name, "@"+r.Session.Database), j.Level.String(), j.Schedule, strconv.FormatBool(j.Active),
 				orDash(j.LastStatus), secp(j.SinceLastRun), fmt.Sprintf("%d / %d / %d", j.Runs, j.Succeeded, j.Failed),
 				strconv.FormatInt(j.Running, 10)})
 		}
-		t.table([]string{"job", "status", "schedule", "active", "last run", "started ago",
-			"runs / ok / failed (" + dur(r.Thresholds.CronWindow.Seconds()) + ")", "running"}, rows)
+		t.printf("  jobs of database %s (named <job>@%s)\n", r.Session.Database, r.Session.Database)
+		t.table([]col{{"job", false}, {"status", false}, {"schedule", false}, {"active", true}, {"last run", false},
+			{"last good start", false}, {"runs / ok / failed (" + dur(r.Thresholds.CronWindow.Seconds()) + ")", false}, {"running", true}}, rows)
 	}
 	if len(c.Daemon) > 0 {
 		rows := make([][]string, 0, len(c.Daemon))
@@ -229,7 +302,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			}
 			rows = append(rows, []string{role, strconv.Itoa(int(h.PID)), h.User, h.Application, h.ClientAddr, started})
 		}
-		t.table([]string{"ticker daemon", "pid", "user", "application", "client", "backend start"}, rows)
+		t.table([]col{{"ticker daemon", false}, {"pid", false}, {"user", false}, {"application", false}, {"client", true},
+			{"backend start", false}}, rows)
 	}
 	for _, ch := range r.checksOf(SectionCron) {
 		if !strings.HasPrefix(ch.Name, "cron job ") && ch.Name != "unreadable" {
@@ -246,15 +320,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 
 	t.printf("\nSERVER\n")
 	var rows [][]string
-	if len(r.Notify.Problems) == 0 {
-		rows = append(rows, []string{"notify queue", r.Notify.Level.String(), fmt.Sprintf("%.2f%%", r.Notify.Usage*100)})
+	var checks []Check
+	var problems []Problem
+	for _, sc := range serverChecks {
+		v, ps := sc.result(r)
+		if len(ps) == 0 {
+			rows = append(rows, []string{sc.name, v.Level.String(), sc.value(r)})
+		}
+		checks = append(checks, r.checksOf(sc.section)...)
+		problems = append(problems, ps...)
 	}
-	if len(r.Connections.Problems) == 0 {
-		rows = append(rows, []string{"connections", r.Connections.Level.String(),
-			fmt.Sprintf("%d of %d (%.0f%%)", r.Connections.Total, r.Connections.MaxConnections-r.Connections.ReservedSuperuser, r.Connections.Share*100)})
-	}
-	t.table([]string{"check", "status", "value"}, rows)
-	t.notes(append(r.checksOf(SectionNotify), r.checksOf(SectionConnections)...), append(r.Notify.Problems, r.Connections.Problems...))
+	t.table([]col{{"check", false}, {"status", false}, {"value", false}}, rows)
+	t.notes(checks, problems)
 	t.printf("\n%s\n", r.Summary)
 	return t.err
 }

@@ -15,10 +15,18 @@ import (
 	"github.com/pgquectl/pgquectl/internal/pgstats"
 )
 
+// SchemaVersion is the version of the JSON report's layout (the
+// "schema_version" field): raised when a field is removed, renamed or
+// changes meaning; adding fields does not raise it. docs/status.md
+// describes version 1.
+const SchemaVersion = 1
+
 // Report is everything `pgquectl status` shows. JSON field names are stable.
 type Report struct {
-	Time  time.Time `json:"time"`
-	Level Level     `json:"level"` // the worst check: CRIT > WARN > UNKNOWN > OK
+	// SchemaVersion is set by WriteJSON (SchemaVersion).
+	SchemaVersion int       `json:"schema_version"`
+	Time          time.Time `json:"time"`
+	Level         Level     `json:"level"` // the worst check: CRIT > WARN > UNKNOWN > OK
 	// Summary is the one-line form printed by --check.
 	Summary string `json:"summary"`
 	// Error is set when the database could not be reached (Level UNKNOWN);
@@ -95,9 +103,13 @@ type ConsumerRow struct {
 
 // BloatSection: tables of schema pgque and their dead tuples per family.
 type BloatSection struct {
-	Families []FamilyRow         `json:"families"`
-	Tables   []pgstats.TableStat `json:"tables"`
-	Problems []Problem           `json:"problems"`
+	// MetadataMethod: how the dead tuples of the tick, subscription and
+	// cursor tables were measured: "pgstattuple" (exact), "pages" (an upper
+	// bound from their size) or "stats" (n_dead_tup, when neither worked).
+	MetadataMethod string              `json:"metadata_method"`
+	Families       []FamilyRow         `json:"families"`
+	Tables         []pgstats.TableStat `json:"tables"`
+	Problems       []Problem           `json:"problems"`
 }
 
 // FamilyRow sums the children of one table family against its bound.
@@ -163,6 +175,23 @@ type CronSection struct {
 	RunningVerdict Verdict                  `json:"running_verdict"`
 	History        Verdict                  `json:"history"` // job_run_details size
 	Daemon         []pgstats.AdvisoryHolder `json:"daemon"`  // ticker daemon leader (granted) and standbys
+	// Loop: the session holding the pg_cron loop's liveness lock
+	// (pgque.ticker_loop() while it runs) and any waiting for it.
+	Loop []pgstats.AdvisoryHolder `json:"loop"`
+	// LoopAlive: the loop holds its lock, or pg_cron reports the ticker
+	// job's run in progress.
+	LoopAlive bool `json:"loop_alive"`
+	// DownFor: how long the queue with events waiting longest has gone
+	// without a tick, when that is over its WARN limit (nil otherwise).
+	DownFor *float64 `json:"down_for_s"`
+	// LargestGap: the longest pause between two runs of the ticker job in
+	// the cron window (nil when under a second or unknown), and when it began.
+	LargestGap   *float64   `json:"largest_gap_s"`
+	LargestGapAt *time.Time `json:"largest_gap_at"`
+	// TickGap: the longest pause between two ticks of a queue that both
+	// carried events, in the tick rows the engine keeps (nil when none, or
+	// when the role may not read pgque.tick).
+	TickGap *pgstats.TickGap `json:"tick_gap"`
 	// Ticking says what drives the ticks of this database's queues.
 	Ticking  Verdict   `json:"ticking"`
 	Problems []Problem `json:"problems"`
@@ -176,17 +205,5 @@ type JobRow struct {
 	Verdict
 }
 
-// NotifySection: PostgreSQL's NOTIFY queue.
-type NotifySection struct {
-	Usage    float64   `json:"usage"` // 0..1
-	Problems []Problem `json:"problems"`
-	Verdict
-}
-
-// ConnectionsSection: client connections against max_connections.
-type ConnectionsSection struct {
-	pgstats.Connections
-	Share    float64   `json:"share"` // Total / (max - reserved)
-	Problems []Problem `json:"problems"`
-	Verdict
-}
+// NotifySection and ConnectionsSection are defined with their checks
+// (check_notify.go, check_connections.go).

@@ -5,19 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
 // Output formats.
 const (
-	FormatTable = "table"
+	FormatTable = "table" // the columns that fit 120 characters
+	FormatWide  = "wide"  // the tables with every column
 	FormatJSON  = "json"
 )
 
 // RunOptions are what `pgquectl status` passes in.
 type RunOptions struct {
 	Options
-	// Format is FormatTable or FormatJSON.
+	// Format is FormatTable, FormatWide or FormatJSON.
 	Format string
 	// Check prints the one-line summary (unless Format is JSON) and is
 	// what makes the caller turn the level into the exit code.
@@ -28,8 +30,8 @@ type RunOptions struct {
 
 // Validate checks the options a user typed.
 func (o RunOptions) Validate() error {
-	if o.Format != FormatTable && o.Format != FormatJSON {
-		return fmt.Errorf("output format %q: use table or json", o.Format)
+	if o.Format != FormatTable && o.Format != FormatWide && o.Format != FormatJSON {
+		return fmt.Errorf("output format %q: use table, wide or json", o.Format)
 	}
 	if o.Sample < 0 {
 		return errors.New("sample must not be negative")
@@ -57,6 +59,9 @@ func Run(ctx context.Context, o RunOptions, w io.Writer) (Level, error) {
 	defer c.Close(context.WithoutCancel(ctx))
 	if o.Watch <= 0 {
 		r, err := c.Collect(ctx)
+		if errors.Is(err, ErrInterrupted) {
+			return Unknown, err // nothing to report: the user stopped it
+		}
 		if werr := render(r, o, w, false); werr != nil {
 			return Unknown, werr
 		}
@@ -85,6 +90,17 @@ func Run(ctx context.Context, o RunOptions, w io.Writer) (Level, error) {
 	}
 }
 
+// isTerminal says whether w is a terminal: --watch clears the screen only
+// there, never in a file or a pipe.
+func isTerminal(w io.Writer) bool {
+	f, isFile := w.(*os.File)
+	if !isFile {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 func render(r *Report, o RunOptions, w io.Writer, watching bool) error {
 	switch {
 	case o.Format == FormatJSON:
@@ -92,10 +108,13 @@ func render(r *Report, o RunOptions, w io.Writer, watching bool) error {
 	case o.Check:
 		return r.WriteSummary(w)
 	}
-	if watching {
+	if watching && isTerminal(w) {
 		if _, err := io.WriteString(w, clearScreen); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
+	}
+	if o.Format == FormatWide {
+		return r.WriteWide(w)
 	}
 	return r.WriteTable(w)
 }

@@ -131,10 +131,20 @@ func (t Thresholds) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: WARN (%v) is above CRIT (%v)", name, w, c))
 		}
 	}
-	pair("xmin", t.XminWarn.Seconds(), t.XminCrit.Seconds())
+	// Durations keep their units in the message: "WARN (10m0s) is above CRIT (1m0s)".
+	pairDur := func(name string, w, c time.Duration) {
+		ws, cs := trimZeroUnits(w.String()), trimZeroUnits(c.String())
+		if w < 0 || c < 0 {
+			errs = append(errs, fmt.Errorf("%s: thresholds must not be negative (WARN %s, CRIT %s)", name, ws, cs))
+		}
+		if c > 0 && w > c {
+			errs = append(errs, fmt.Errorf("%s: WARN (%s) is above CRIT (%s)", name, ws, cs))
+		}
+	}
+	pairDur("xmin", t.XminWarn, t.XminCrit)
 	pair("tick lag factor", t.TickLagWarnFactor, t.TickLagCritFactor)
-	pair("tick lag minimum", t.TickLagWarnMin.Seconds(), t.TickLagCritMin.Seconds())
-	pair("consumer lag", t.ConsumerLagWarn.Seconds(), t.ConsumerLagCrit.Seconds())
+	pairDur("tick lag minimum", t.TickLagWarnMin, t.TickLagCritMin)
+	pairDur("consumer lag", t.ConsumerLagWarn, t.ConsumerLagCrit)
 	pair("cron staleness factor", t.CronStaleWarnFactor, t.CronStaleCritFactor)
 	pair("notify", t.NotifyWarn, t.NotifyCrit)
 	pair("connections", t.ConnectionsWarn, t.ConnectionsCrit)
@@ -146,7 +156,7 @@ func (t Thresholds) Validate() error {
 		{"idle tick factor", t.IdleTickFactor}, {"rotation overdue factor", t.RotationOverdueFactor},
 		{"tick dead max", float64(t.TickDeadMax)}, {"subscription dead max", float64(t.SubscriptionDeadMax)},
 		{"cursor dead max", float64(t.CursorDeadMax)}, {"event dead max", float64(t.EventDeadMax)},
-		{"cron window", t.CronWindow.Seconds()}, {"cron stale grace", t.CronStaleGrace.Seconds()},
+		{"cron window", float64(t.CronWindow)}, {"cron stale grace", float64(t.CronStaleGrace)},
 		{"cron run details", float64(t.CronRunDetailsWarn)}, {"cron running share", t.CronRunningWarn},
 	} {
 		if f.v < 0 {
@@ -201,4 +211,47 @@ func (t *Thresholds) UnmarshalJSON(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// ThresholdFlag is the command-line flag of one threshold: its name, help
+// and the field it sets (*time.Duration, *float64 or *int64).
+type ThresholdFlag struct {
+	Name, Help string
+	Ptr        any
+}
+
+// ThresholdFlags maps each threshold flag of `pgquectl status` to its field
+// of t, so a threshold's field, default, validation and flag live in this
+// one file.
+func ThresholdFlags(t *Thresholds) []ThresholdFlag {
+	type fl = ThresholdFlag
+	return []fl{
+		{"xmin-warn", "xmin horizon held this long → WARN", &t.XminWarn},
+		{"xmin-crit", "xmin horizon held this long → CRIT", &t.XminCrit},
+		{"tick-lag-warn-factor", "events waiting and no tick for factor × tick period (classic: ticker_max_lag) → WARN", &t.TickLagWarnFactor},
+		{"tick-lag-warn-min", "tick lag WARN limit is never below this", &t.TickLagWarnMin},
+		{"tick-lag-crit-factor", "events waiting and no tick for factor × tick period (classic: ticker_max_lag) → CRIT", &t.TickLagCritFactor},
+		{"tick-lag-crit-min", "tick lag CRIT limit is never below this", &t.TickLagCritMin},
+		{"idle-tick-factor", "idle queue without a tick for factor × idle period → WARN (0: off)", &t.IdleTickFactor},
+		{"rotation-overdue-factor", "event tables not rotated for factor × rotation period → WARN (0: off)", &t.RotationOverdueFactor},
+		{"consumer-lag-warn", "consumer with pending events lagging this much → WARN (0: off)", &t.ConsumerLagWarn},
+		{"consumer-lag-crit", "consumer with pending events lagging this much → CRIT (0: off)", &t.ConsumerLagCrit},
+		{"tick-dead-max", "dead tuples in the tick tables above this → WARN", &t.TickDeadMax},
+		{"subscription-dead-max", "dead tuples in the subscription tables above this → WARN", &t.SubscriptionDeadMax},
+		{"cursor-dead-max", "dead tuples in the broker cursor tables above this → WARN", &t.CursorDeadMax},
+		{"event-dead-max", "dead tuples in the event tables above this → WARN", &t.EventDeadMax},
+		{"dead-crit-factor", "dead tuples at factor × bound → CRIT (0: off)", &t.DeadCritFactor},
+		{"cron-window", "a failed run of our pg_cron jobs within this window → CRIT", &t.CronWindow},
+		{"cron-stale-warn-factor", "newest run older than factor × schedule interval + grace → WARN", &t.CronStaleWarnFactor},
+		{"cron-stale-crit-factor", "newest run older than factor × schedule interval + grace → CRIT", &t.CronStaleCritFactor},
+		{"cron-stale-grace", "grace added to the cron staleness limits", &t.CronStaleGrace},
+		{"cron-run-details-warn", "cron.job_run_details rows above this → WARN (0: off)", &t.CronRunDetailsWarn},
+		{"cron-running-warn", "running jobs at this share of cron.max_running_jobs → WARN", &t.CronRunningWarn},
+		{"notify-warn", "NOTIFY queue usage (0..1) → WARN", &t.NotifyWarn},
+		{"notify-crit", "NOTIFY queue usage (0..1) → CRIT", &t.NotifyCrit},
+		{"connections-warn", "share of max_connections in use → WARN", &t.ConnectionsWarn},
+		{"connections-crit", "share of max_connections in use → CRIT", &t.ConnectionsCrit},
+		{"wal-warn", "WAL bytes/s → WARN (0: off)", &t.WALWarn},
+		{"wal-crit", "WAL bytes/s → CRIT (0: off)", &t.WALCrit},
+	}
 }
