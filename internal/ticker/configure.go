@@ -524,6 +524,7 @@ func TurnOff(ctx context.Context, c config.Connection) (int, error) {
 	defer conn.Close(context.WithoutCancel(ctx))
 	return Off(ctx, conn)
 }
+
 // CurrentStatus connects with c and runs ReadStatus: `pgquectl tick` alone.
 func CurrentStatus(ctx context.Context, c config.Connection) (Status, error) {
 	conn, err := db.Connect(ctx, c)
