@@ -1,0 +1,176 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Verdict kinds of a pop-list candidate.
+const (
+	// VerdictTook: messages were taken (Drained: nothing else pending).
+	VerdictTook = "took"
+	// VerdictEmpty: nothing pending for this group.
+	VerdictEmpty = "empty"
+	// VerdictLeased: work may be pending but cannot be taken now (a live
+	// lease, a concurrent claim, delayedProcessing or windowBuffer); look
+	// again at Until.
+	VerdictLeased = "leased"
+)
+
+// Pop asks for messages of one queue for one consumer group.
+type Pop struct {
+	Queue string
+	Group string // "" = QueueMode
+	// Batch is the most messages to take (>= 1), MaxPartitions the most
+	// partitions to take them from (0 = 1).
+	Batch         int
+	MaxPartitions int
+	// LeaseSeconds 0 = the queue's leaseTime.
+	LeaseSeconds int
+	AutoAck      bool
+	// SubscriptionMode "new" (default) or "all"; SubscriptionFrom, when
+	// set, starts a new group at that time. Only a group's first contact
+	// with the queue uses them.
+	SubscriptionMode string
+	SubscriptionFrom *time.Time
+}
+
+// Message is one delivered message.
+type Message struct {
+	ID              string
+	TransactionID   string
+	PartitionID     int32
+	PartitionUUID   string
+	Partition       string
+	Data            json.RawMessage
+	CreatedAt       time.Time
+	LeaseID         string // "" with auto-ack
+	LeaseUntil      time.Time
+	DeliveryAttempt int
+	EventID         int64
+}
+
+// Verdict is what a pop found at one candidate partition.
+type Verdict struct {
+	PartitionID   int32
+	PartitionUUID string
+	Partition     string
+	Kind          string // VerdictTook, VerdictEmpty, VerdictLeased
+	Drained       bool
+	Until         time.Time // lease expiry (took), revisit time (leased); zero otherwise
+}
+
+// PopResult holds the messages taken (grouped by partition, in event order)
+// and one verdict per evaluated candidate.
+type PopResult struct {
+	LeaseID  string
+	Messages []Message
+	Verdicts []Verdict
+}
+
+func (p Pop) args(parts any) []any {
+	group := p.Group
+	if group == "" {
+		group = QueueMode
+	}
+	maxParts := p.MaxPartitions
+	if maxParts == 0 {
+		maxParts = 1
+	}
+	var lease *int
+	if p.LeaseSeconds != 0 {
+		l := p.LeaseSeconds
+		lease = &l
+	}
+	mode := p.SubscriptionMode
+	if mode == "" {
+		mode = "new"
+	}
+	return []any{p.Queue, group, parts, p.Batch, maxParts, lease, p.AutoAck, mode, p.SubscriptionFrom}
+}
+
+const popCols = `partition_id, partition_uuid::text, partition_name, verdict, drained, until, lease_id::text,
+	message_id::text, transaction_id, payload, created_at, delivery_attempt, ev_id`
+
+// PopList is the claim core over candidate partitions (ids, in preference
+// order): one call of pgque.pop_list. The hot-list calls it with the
+// partitions it believes hot.
+func PopList(ctx context.Context, q Querier, p Pop, partitions []int32) (PopResult, error) {
+	rows, err := q.Query(ctx, `SELECT `+popCols+` FROM pgque.pop_list($1, $2, $3::int[], $4, $5, $6, $7, $8, $9)`,
+		p.args(partitions)...)
+	return scanPop("pop", rows, err)
+}
+
+// PopPartition pops from the named partition only (an unknown partition
+// yields nothing).
+func PopPartition(ctx context.Context, q Querier, p Pop, partition string) (PopResult, error) {
+	args := append(p.args(nil)[:2], partition)
+	args = append(args, p.args(nil)[3:]...)
+	rows, err := q.Query(ctx, `SELECT `+popCols+` FROM pgque.pop_list($1, $2,
+		ARRAY(SELECT pt.part_id FROM pgque.partition pt JOIN pgque.queue qu ON qu.queue_id = pt.part_queue
+		       WHERE qu.queue_name = $1 AND pt.part_name = $3), $4, $5, $6, $7, $8, $9)`, args...)
+	return scanPop("pop partition", rows, err)
+}
+
+func scanPop(op string, rows pgx.Rows, err error) (PopResult, error) {
+	var res PopResult
+	if err != nil {
+		return res, wrap(op, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			pid                                    int32
+			puuid, pname, verdict, lease, msg, txn *string
+			data                                   *string
+			drained                                *bool
+			until, created                         *time.Time
+			attempt                                *int32
+			evID                                   *int64
+		)
+		if err := rows.Scan(&pid, &puuid, &pname, &verdict, &drained, &until, &lease, &msg, &txn, &data, &created, &attempt, &evID); err != nil {
+			return res, wrap(op, err)
+		}
+		if msg == nil {
+			v := Verdict{PartitionID: pid, PartitionUUID: deref(puuid), Partition: deref(pname), Kind: deref(verdict)}
+			if drained != nil {
+				v.Drained = *drained
+			}
+			if until != nil {
+				v.Until = *until
+			}
+			res.Verdicts = append(res.Verdicts, v)
+			continue
+		}
+		m := Message{ID: *msg, TransactionID: deref(txn), PartitionID: pid, PartitionUUID: deref(puuid),
+			Partition: deref(pname), LeaseID: deref(lease), EventID: *evID}
+		if data != nil {
+			m.Data = json.RawMessage(*data)
+		}
+		if created != nil {
+			m.CreatedAt = *created
+		}
+		if until != nil {
+			m.LeaseUntil = *until
+		}
+		if attempt != nil {
+			m.DeliveryAttempt = int(*attempt)
+		}
+		res.LeaseID = m.LeaseID
+		res.Messages = append(res.Messages, m)
+	}
+	if err := rows.Err(); err != nil {
+		return res, wrap(op, err)
+	}
+	return res, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
