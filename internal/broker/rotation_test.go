@@ -75,7 +75,11 @@ func TestGroupCursorsPinRotation(t *testing.T) {
 	}
 	// Caught up: rotation proceeds, and keeps proceeding while idle (the
 	// ticker ticks an idle queue now and then).
-	for i := 0; i < 6; i++ {
+	// A switch needs a tick newer than the previous switch's step 2, so at
+	// most every other round switches; a transaction held open anywhere in
+	// the cluster (another test) also holds it back, so keep trying a while.
+	for deadline := time.Now().Add(90 * time.Second); switches < 3 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
 		e.tick("q")
 		if cur := e.maintRound("q"); cur != last {
 			switches++
@@ -83,7 +87,9 @@ func TestGroupCursorsPinRotation(t *testing.T) {
 		}
 	}
 	if switches < 3 {
-		t.Fatalf("only %d switches after the group caught up", switches)
+		var dbg string
+		_ = e.conn.QueryRow(ctxT(t), `SELECT coalesce(q.queue_switch_step2::text, 'NULL') || ' gmin ' || coalesce(pgque.group_rotation_xmin(1)::text, 'NULL') || ' ' || (SELECT string_agg(gc_partition || ':' || gc_lo::text || '/' || gc_hi::text || ' ' || coalesce(gc_lease_until::text, '-') || ' pos ' || coalesce(gc_pos::text, '-'), '; ') FROM pgque.group_cursor) || ' tick ' || (SELECT max(tick_snapshot::text) FROM pgque.tick) FROM pgque.queue q`).Scan(&dbg)
+		t.Fatalf("only %d switches after the group caught up: %s", switches, dbg)
 	}
 	// New events after the rotations are still delivered.
 	e.pushN("q", "b", 20, 1)

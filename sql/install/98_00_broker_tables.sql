@@ -37,13 +37,15 @@ CREATE TABLE IF NOT EXISTS pgque.group_subscription (
 );
 
 -- Group cursors, one per (queue, group, partition). The open range is
--- (gc_lo, gc_hi]: events visible in gc_hi's snapshot and not in gc_lo's;
--- gc_pos is the last done ev_id inside it (NULL: none). Snapshots are kept
--- in the row, so a cursor needs no tick row (tick rotation never strands
--- it); gc_tick is the tick id of gc_hi, for information.
--- Lease: gc_lease (id), gc_lease_until (expiry), gc_lease_end (last ev_id
--- of the leased batch). gc_attempts: deliveries of the batch after gc_pos;
--- gc_fail_ev / gc_fails: failed acks of the first pending event.
+-- (gc_lo, gc_hi]: events visible in gc_hi's snapshot and not in gc_lo's,
+-- served in (ev_txid, ev_id) order; (gc_pos_txid, gc_pos) is the last done
+-- event inside it (NULL: none). Snapshots are kept in the row, so a cursor
+-- needs no tick row (tick rotation never strands it); gc_tick is the tick
+-- id of gc_hi, for information.
+-- Lease: gc_lease (id), gc_lease_until (expiry), (gc_end_txid,
+-- gc_lease_end) the last event of the leased batch. gc_attempts: deliveries
+-- of the batch after the position; gc_fail_ev / gc_fails: failed acks of the
+-- first pending event (its ev_id).
 CREATE SEQUENCE IF NOT EXISTS pgque.group_cursor_gen_seq MINVALUE 0 START 0;
 CREATE TABLE IF NOT EXISTS pgque.group_cursor (
     gc_gen         smallint    NOT NULL,
@@ -53,10 +55,12 @@ CREATE TABLE IF NOT EXISTS pgque.group_cursor (
     gc_tick        bigint,
     gc_lo          pg_snapshot NOT NULL,
     gc_hi          pg_snapshot NOT NULL,
+    gc_pos_txid    xid8,
     gc_pos         bigint,
     gc_from        timestamptz,
     gc_lease       uuid,
     gc_lease_until timestamptz,
+    gc_end_txid    xid8,
     gc_lease_end   bigint,
     gc_attempts    int         NOT NULL DEFAULT 0,
     gc_fail_ev     bigint,

@@ -31,19 +31,14 @@ DECLARE
     v_opts   jsonb;
     v_gc     pgque.group_cursor;
     v_status text;
-    v_src    text;
     v_ev     record;
-    v_prev   bigint;
+    v_prev   record;
     v_live   boolean;
     v_end    boolean;
     v_dlq    boolean;
     v_fails  int;
     v_lim    int;
-    c_cols   constant text := 'SELECT e.ev_id, e.ev_time, e.ev_data, e.ev_extra1 FROM %s e '
-        'WHERE e.ev_partition = $1 '
-        'AND ((e.ev_txid >= pg_snapshot_xmax($2) AND e.ev_txid < pg_snapshot_xmax($3)) OR e.ev_txid = ANY (ARRAY(SELECT pg_snapshot_xip($2)))) '
-        'AND pg_visible_in_snapshot(e.ev_txid, $3) AND NOT pg_visible_in_snapshot(e.ev_txid, $2) '
-        'AND (e.ev_owner IS NULL OR e.ev_owner = -$4) AND ($5::timestamptz IS NULL OR e.ev_time >= $5)';
+    v_find   text;
 BEGIN
     IF cardinality(i_partition_ids) IS DISTINCT FROM v_n
        OR (i_statuses IS NOT NULL AND cardinality(i_statuses) <> v_n)
@@ -75,26 +70,38 @@ BEGIN
             CONTINUE;
         END IF;
         SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = v_part.part_queue;
-        v_src := format(c_cols, pgque.event_table(v_queue.queue_id, v_queue.queue_cur_table)) || ' UNION ALL '
-              || format(c_cols, pgque.event_table(v_queue.queue_id,
-                                                  (v_queue.queue_cur_table + v_queue.queue_ntables - 1) % v_queue.queue_ntables));
-        EXECUTE 'SELECT * FROM (' || v_src || ') x WHERE x.ev_extra1 = $6 '
-             || 'OR (x.ev_extra1 IS NULL AND pgque.message_uuid($7, x.ev_id, x.ev_time)::text = $6) ORDER BY x.ev_id LIMIT 1'
-           INTO v_ev
-          USING v_part.part_id, v_gc.gc_lo, v_gc.gc_hi, v_group, v_gc.gc_from, transaction_id, v_queue.queue_id;
+        v_find := 'SELECT x.* FROM (SELECT $10::int AS gc_partition) l CROSS JOIN LATERAL ('
+               || pgque.group_range_sql(v_queue.queue_id,
+                      ARRAY[v_queue.queue_cur_table, (v_queue.queue_cur_table + v_queue.queue_ntables - 1) % v_queue.queue_ntables],
+                      '$1', '$2', '$3', '$4', '$5', NULL, '-$6', '$7')
+               || ') x WHERE (x.ev_extra1 = $8 OR (x.ev_extra1 IS NULL AND pgque.message_uuid($9, x.ev_id, x.ev_time)::text = $8)) '
+               || 'AND ($5 IS NULL OR (x.ev_txid, x.ev_id) <= ($5, $11)) ORDER BY x.ev_txid, x.ev_id LIMIT 1';
         v_live := v_gc.gc_lease IS NOT NULL AND v_gc.gc_lease_until > now()
                   AND (i_lease_ids[i] IS NULL OR i_lease_ids[i] = v_gc.gc_lease);
-        IF v_ev.ev_id IS NULL OR v_ev.ev_id <= v_gc.gc_pos THEN
-            IF v_ev.ev_id IS NULL AND NOT v_live THEN
-                error := 'invalid or expired lease';
-            ELSE
-                success := true; noop := true;
+        SELECT NULL::bigint AS ev_id, NULL::timestamptz AS ev_time, NULL::xid8 AS ev_txid, NULL::text AS ev_data,
+               NULL::text AS ev_extra1 INTO v_ev;
+        IF v_live THEN
+            -- In the leased batch: after the position, up to the batch end.
+            EXECUTE v_find INTO v_ev
+              USING v_gc.gc_lo, v_gc.gc_hi, v_gc.gc_pos_txid, v_gc.gc_pos, v_gc.gc_end_txid, v_group, v_gc.gc_from,
+                    transaction_id, v_queue.queue_id, v_part.part_id, v_gc.gc_lease_end;
+            IF v_ev.ev_id IS NULL THEN
+                success := true; noop := true;   -- at or below the cursor (or not in this batch)
+                RETURN NEXT;
+                CONTINUE;
             END IF;
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
-        IF NOT v_live OR v_ev.ev_id > v_gc.gc_lease_end THEN
-            error := 'invalid or expired lease';
+        ELSE
+            -- No (matching) live lease: only an ack at or below the cursor is fine.
+            IF v_gc.gc_pos IS NOT NULL THEN
+                EXECUTE v_find INTO v_ev
+                  USING v_gc.gc_lo, v_gc.gc_hi, NULL::xid8, NULL::bigint, v_gc.gc_pos_txid, v_group, v_gc.gc_from,
+                        transaction_id, v_queue.queue_id, v_part.part_id, v_gc.gc_pos;
+            END IF;
+            IF v_ev.ev_id IS NOT NULL THEN
+                success := true; noop := true;
+            ELSE
+                error := 'invalid or expired lease';
+            END IF;
             RETURN NEXT;
             CONTINUE;
         END IF;
@@ -106,11 +113,19 @@ BEGIN
             v_status := 'exhausted';
         END IF;
         IF v_status IN ('retry', 'failed') THEN
-            EXECUTE 'SELECT max(x.ev_id) FROM (' || v_src || ') x WHERE x.ev_id < $6'
+            SELECT NULL::xid8 AS ev_txid, NULL::bigint AS ev_id INTO v_prev;
+            EXECUTE 'SELECT x.ev_txid, x.ev_id FROM (SELECT $6::int AS gc_partition) l CROSS JOIN LATERAL ('
+                 || pgque.group_range_sql(v_queue.queue_id,
+                        ARRAY[v_queue.queue_cur_table, (v_queue.queue_cur_table + v_queue.queue_ntables - 1) % v_queue.queue_ntables],
+                        '$1', '$2', '$3', '$4', '$5', NULL, '-$7', '$8')
+                 || ') x WHERE (x.ev_txid, x.ev_id) < ($5, $9) ORDER BY x.ev_txid DESC, x.ev_id DESC LIMIT 1'
                INTO v_prev
-              USING v_part.part_id, v_gc.gc_lo, v_gc.gc_hi, v_group, v_gc.gc_from, v_ev.ev_id;
+              USING v_gc.gc_lo, v_gc.gc_hi, v_gc.gc_pos_txid, v_gc.gc_pos, v_ev.ev_txid, v_part.part_id, v_group,
+                    v_gc.gc_from, v_ev.ev_id;
             UPDATE pgque.group_cursor gc
-               SET gc_pos = greatest(gc.gc_pos, v_prev), gc_lease = NULL, gc_lease_until = NULL, gc_lease_end = NULL,
+               SET gc_pos_txid = CASE WHEN v_prev.ev_id IS NULL THEN gc.gc_pos_txid ELSE v_prev.ev_txid END,
+                   gc_pos = CASE WHEN v_prev.ev_id IS NULL THEN gc.gc_pos ELSE v_prev.ev_id END,
+                   gc_lease = NULL, gc_lease_until = NULL, gc_end_txid = NULL, gc_lease_end = NULL,
                    gc_fail_ev = CASE WHEN v_status = 'failed' THEN v_ev.ev_id ELSE gc.gc_fail_ev END,
                    gc_fails = CASE WHEN v_status = 'failed' THEN v_fails ELSE gc.gc_fails END,
                    gc_active = now()
@@ -129,13 +144,13 @@ BEGIN
             dlq := true;
         END IF;
         UPDATE pgque.group_cursor gc
-           SET gc_pos = v_ev.ev_id,
+           SET gc_pos_txid = v_ev.ev_txid, gc_pos = v_ev.ev_id,
                gc_lease = CASE WHEN v_end THEN NULL ELSE gc.gc_lease END,
                gc_lease_until = CASE WHEN v_end THEN NULL ELSE gc.gc_lease_until END,
+               gc_end_txid = CASE WHEN v_end THEN NULL ELSE gc.gc_end_txid END,
                gc_lease_end = CASE WHEN v_end THEN NULL ELSE gc.gc_lease_end END,
                gc_attempts = CASE WHEN v_end THEN 0 ELSE gc.gc_attempts END,
-               gc_fail_ev = CASE WHEN gc.gc_fail_ev <= v_ev.ev_id THEN NULL ELSE gc.gc_fail_ev END,
-               gc_fails = CASE WHEN gc.gc_fail_ev <= v_ev.ev_id THEN 0 ELSE gc.gc_fails END,
+               gc_fail_ev = NULL, gc_fails = 0,
                gc_active = now()
          WHERE gc.gc_queue = v_gc.gc_queue AND gc.gc_group = v_gc.gc_group AND gc.gc_partition = v_gc.gc_partition;
         success := true; lease_released := v_end;
