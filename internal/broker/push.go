@@ -31,6 +31,9 @@ type PushResult struct {
 	TransactionID string // the given one, else the message id
 	Queue         string
 	Status        string // StatusQueued or StatusDuplicate
+	// PartitionID is the partition's dense id in its queue (what the
+	// hot-list marks).
+	PartitionID int32
 }
 
 // Push stores items (queues and partitions may be mixed; both are created
@@ -60,7 +63,7 @@ func Push(ctx context.Context, q Querier, items []Item) ([]PushResult, error) {
 		}
 	}
 	rows, err := q.Query(ctx,
-		`SELECT idx, message_id::text, transaction_id, queue_name, status
+		`SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id
 		   FROM pgque.push($1::text[], $2::text[], $3::jsonb[], $4::text[])`,
 		queues, parts, payloads, txns)
 	if err != nil {
@@ -70,7 +73,7 @@ func Push(ctx context.Context, q Querier, items []Item) ([]PushResult, error) {
 	out := make([]PushResult, 0, len(items))
 	for rows.Next() {
 		var r PushResult
-		if err := rows.Scan(&r.Index, &r.MessageID, &r.TransactionID, &r.Queue, &r.Status); err != nil {
+		if err := rows.Scan(&r.Index, &r.MessageID, &r.TransactionID, &r.Queue, &r.Status, &r.PartitionID); err != nil {
 			return nil, wrap("push", err)
 		}
 		out = append(out, r)

@@ -13,7 +13,8 @@
 -- ev_data the payload's JSON text, ev_extra1 the given transactionId.
 -- Bad input (array lengths differ, a missing queue or payload, invalid
 -- names) raises invalid_parameter_value and inserts nothing.
--- Returns: (idx, message_id, transaction_id, queue_name, status) per item,
+-- Returns: (idx, message_id, transaction_id, queue_name, status,
+-- partition_id) per item,
 -- idx being its 0-based input position (rows come queue by queue); status
 -- 'queued' or 'duplicate'.
 -- Locks: advisory (1885827449, key) per (queue, partition) that has items
@@ -22,7 +23,7 @@
 -- Writes: event_<q>_<cur> (insert), dedup (insert), partition, queue.
 -- Called by: the broker (POST /api/v1/push, transactions).
 CREATE OR REPLACE FUNCTION pgque.push(i_queues text[], i_partitions text[], i_payloads jsonb[], i_transaction_ids text[])
-RETURNS TABLE (idx int, message_id uuid, transaction_id text, queue_name text, status text)
+RETURNS TABLE (idx int, message_id uuid, transaction_id text, queue_name text, status text, partition_id int)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
@@ -108,7 +109,8 @@ BEGIN
                    coalesce(pgque.message_uuid($5, fr.ev_id, now()), pr.dd_msg, pgque.message_uuid($5, ff.ev_id, now())),
                    coalesce(f.txn, pgque.message_uuid($5, fr.ev_id, now())::text),
                    $6,
-                   CASE WHEN fr.idx IS NOT NULL THEN 'queued' ELSE 'duplicate' END
+                   CASE WHEN fr.idx IS NOT NULL THEN 'queued' ELSE 'duplicate' END,
+                   f.part_id
               FROM firsts f
               LEFT JOIN fresh fr ON fr.idx = f.idx
               LEFT JOIN prior pr ON pr.idx = f.first_idx
