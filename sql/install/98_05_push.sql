@@ -81,42 +81,42 @@ BEGIN
                   JOIN pgque.partition p ON p.part_queue = $5 AND p.part_name = coalesce(u.pn, 'Default')
                  WHERE u.qn = $6
             ), firsts AS (
+                -- first_idx: the item this one repeats (itself when it has no transactionId)
                 SELECT it.*, CASE WHEN it.txn IS NULL THEN it.idx
                                   ELSE min(it.idx) OVER (PARTITION BY it.part_id, it.txn) END AS first_idx
                   FROM it
-            ), prior AS (
-                SELECT DISTINCT ON (f.idx) f.idx, d.dd_msg
+            ), looked AS (
+                SELECT f.*, pr.dd_msg
                   FROM firsts f
-                  JOIN pgque.dedup d ON d.dd_queue = $5 AND d.dd_partition = f.part_id AND d.dd_txn = f.txn
-                 WHERE f.idx = f.first_idx AND d.dd_time > now() - $7::interval
-                 ORDER BY f.idx, d.dd_time
+                  LEFT JOIN LATERAL (
+                        SELECT d.dd_msg FROM pgque.dedup d
+                         WHERE f.txn IS NOT NULL AND f.idx = f.first_idx
+                           AND d.dd_queue = $5 AND d.dd_partition = f.part_id AND d.dd_txn = f.txn
+                           AND d.dd_time > now() - $7::interval
+                         ORDER BY d.dd_time LIMIT 1) pr ON true
             ), fresh AS (
-                SELECT s.idx, s.part_id, s.pl, s.txn, nextval($8::regclass) AS ev_id
-                  FROM (SELECT f.* FROM firsts f
-                         WHERE f.idx = f.first_idx AND NOT EXISTS (SELECT 1 FROM prior pr WHERE pr.idx = f.idx)
-                         ORDER BY f.idx) s
+                SELECT s.*, CASE WHEN s.idx = s.first_idx AND s.dd_msg IS NULL THEN nextval($8::regclass) END AS ev_id
+                  FROM (SELECT l.* FROM looked l ORDER BY l.idx) s
             ), ins AS (
                 INSERT INTO %s (ev_id, ev_type, ev_data, ev_extra1, ev_partition)
-                SELECT fr.ev_id, 'default', fr.pl::text, fr.txn, fr.part_id FROM fresh fr
+                SELECT fr.ev_id, 'default', fr.pl::text, fr.txn, fr.part_id FROM fresh fr WHERE fr.ev_id IS NOT NULL
                 RETURNING 1
             ), dd AS (
                 INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg)
                 SELECT pgque.dedup_gen(now()), $5, fr.part_id, fr.txn, pgque.message_uuid($5, fr.ev_id, now())
-                  FROM fresh fr WHERE fr.txn IS NOT NULL
+                  FROM fresh fr WHERE fr.ev_id IS NOT NULL AND fr.txn IS NOT NULL
                 RETURNING 1
+            ), res AS (
+                SELECT fr.idx, fr.txn, fr.part_id, fr.ev_id,
+                       coalesce(pgque.message_uuid($5, max(fr.ev_id) OVER (PARTITION BY fr.first_idx), now()),
+                                (max(fr.dd_msg::text) OVER (PARTITION BY fr.first_idx))::uuid) AS msg
+                  FROM fresh fr
             )
-            SELECT f.idx - 1,
-                   coalesce(pgque.message_uuid($5, fr.ev_id, now()), pr.dd_msg, pgque.message_uuid($5, ff.ev_id, now())),
-                   coalesce(f.txn, pgque.message_uuid($5, fr.ev_id, now())::text),
-                   $6,
-                   CASE WHEN fr.idx IS NOT NULL THEN 'queued' ELSE 'duplicate' END,
-                   f.part_id
-              FROM firsts f
-              LEFT JOIN fresh fr ON fr.idx = f.idx
-              LEFT JOIN prior pr ON pr.idx = f.first_idx
-              LEFT JOIN fresh ff ON ff.idx = f.first_idx
+            SELECT r.idx - 1, r.msg, coalesce(r.txn, r.msg::text), $6,
+                   CASE WHEN r.ev_id IS NOT NULL THEN 'queued' ELSE 'duplicate' END, r.part_id
+              FROM res r
              WHERE (SELECT count(*) FROM ins) >= 0 AND (SELECT count(*) FROM dd) >= 0
-             ORDER BY f.idx
+             ORDER BY r.idx
             $sql$, pgque.event_table(v_queue.queue_id, v_queue.queue_cur_table))
         USING i_queues, v_parts, i_payloads, v_txns, v_queue.queue_id, v_qname, v_window, v_queue.queue_event_seq;
     END LOOP;
