@@ -295,3 +295,37 @@ func TestWildcardPopAndReseed(t *testing.T) {
 		t.Errorf("unknown queue reseed %+v", page)
 	}
 }
+
+func TestPopByLabel(t *testing.T) {
+	e := setup(t)
+	ns, task := "ns", "resize"
+	for _, q := range []string{"a1", "a2", "b1"} {
+		if _, err := broker.Configure(ctxT(t), e.conn, q, &ns, &task, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := "other"
+	if _, err := broker.Configure(ctxT(t), e.conn, "b1", &other, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.pushN("a2", "p", 0, 2)
+	e.pushN("b1", "p", 10, 2)
+	e.tick("a2")
+	e.tick("b1")
+	q, r, err := broker.PopByLabel(ctxT(t), e.conn, "ns", "", broker.Pop{Batch: 10, AutoAck: true})
+	if err != nil || q != "a2" || !eqInts(numbers(t, r.Messages), seq(0, 2)) {
+		t.Fatalf("by namespace: %q %+v %v", q, r, err)
+	}
+	// b1 moved to namespace "other" but kept its task.
+	q, r, err = broker.PopByLabel(ctxT(t), e.conn, "ns", "resize", broker.Pop{Batch: 10, AutoAck: true})
+	if err != nil || q != "" || len(r.Messages) != 0 {
+		t.Fatalf("by namespace and task after draining: %q %+v %v", q, r, err)
+	}
+	q, r, err = broker.PopByLabel(ctxT(t), e.conn, "", "resize", broker.Pop{Batch: 10, AutoAck: true})
+	if err != nil || q != "b1" || !eqInts(numbers(t, r.Messages), seq(10, 2)) {
+		t.Fatalf("by task: %q %+v %v", q, r, err)
+	}
+	if _, _, err := broker.PopByLabel(ctxT(t), e.conn, "", "", broker.Pop{Batch: 1}); !errors.Is(err, broker.ErrInvalidInput) {
+		t.Errorf("no label: %v", err)
+	}
+}

@@ -122,50 +122,65 @@ func scanPop(op string, rows pgx.Rows, err error) (PopResult, error) {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var (
-			pid                                    int32
-			puuid, pname, verdict, lease, msg, txn *string
-			data                                   *string
-			drained                                *bool
-			until, created                         *time.Time
-			attempt                                *int32
-			evID                                   *int64
-		)
-		if err := rows.Scan(&pid, &puuid, &pname, &verdict, &drained, &until, &lease, &msg, &txn, &data, &created, &attempt, &evID); err != nil {
+		row, err := scanPopRow(rows)
+		if err != nil {
 			return res, wrap(op, err)
 		}
-		if msg == nil {
-			v := Verdict{PartitionID: pid, PartitionUUID: deref(puuid), Partition: deref(pname), Kind: deref(verdict)}
-			if drained != nil {
-				v.Drained = *drained
-			}
-			if until != nil {
-				v.Until = *until
-			}
-			res.Verdicts = append(res.Verdicts, v)
-			continue
-		}
-		m := Message{ID: *msg, TransactionID: deref(txn), PartitionID: pid, PartitionUUID: deref(puuid),
-			Partition: deref(pname), LeaseID: deref(lease), EventID: *evID}
-		if data != nil {
-			m.Data = json.RawMessage(*data)
-		}
-		if created != nil {
-			m.CreatedAt = *created
-		}
-		if until != nil {
-			m.LeaseUntil = *until
-		}
-		if attempt != nil {
-			m.DeliveryAttempt = int(*attempt)
-		}
-		res.LeaseID = m.LeaseID
-		res.Messages = append(res.Messages, m)
+		row.into(&res)
 	}
 	if err := rows.Err(); err != nil {
 		return res, wrap(op, err)
 	}
 	return res, nil
+}
+
+// popRow is one row of pop_list's result: a verdict (msg nil) or a message.
+type popRow struct {
+	pid                                    int32
+	puuid, pname, verdict, lease, msg, txn *string
+	data                                   *string
+	drained                                *bool
+	until, created                         *time.Time
+	attempt                                *int32
+	evID                                   *int64
+}
+
+// scanPopRow scans popCols, after the extra leading columns in extra.
+func scanPopRow(rows pgx.Rows, extra ...any) (popRow, error) {
+	var r popRow
+	dest := append(extra, &r.pid, &r.puuid, &r.pname, &r.verdict, &r.drained, &r.until, &r.lease, &r.msg, &r.txn,
+		&r.data, &r.created, &r.attempt, &r.evID)
+	return r, rows.Scan(dest...)
+}
+
+func (r popRow) into(res *PopResult) {
+	if r.msg == nil {
+		v := Verdict{PartitionID: r.pid, PartitionUUID: deref(r.puuid), Partition: deref(r.pname), Kind: deref(r.verdict)}
+		if r.drained != nil {
+			v.Drained = *r.drained
+		}
+		if r.until != nil {
+			v.Until = *r.until
+		}
+		res.Verdicts = append(res.Verdicts, v)
+		return
+	}
+	m := Message{ID: *r.msg, TransactionID: deref(r.txn), PartitionID: r.pid, PartitionUUID: deref(r.puuid),
+		Partition: deref(r.pname), LeaseID: deref(r.lease), EventID: *r.evID}
+	if r.data != nil {
+		m.Data = json.RawMessage(*r.data)
+	}
+	if r.created != nil {
+		m.CreatedAt = *r.created
+	}
+	if r.until != nil {
+		m.LeaseUntil = *r.until
+	}
+	if r.attempt != nil {
+		m.DeliveryAttempt = int(*r.attempt)
+	}
+	res.LeaseID = m.LeaseID
+	res.Messages = append(res.Messages, m)
 }
 
 func deref(s *string) string {

@@ -64,6 +64,7 @@ TO pgque_writer;
 GRANT EXECUTE ON FUNCTION
     pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz),
     pgque.pop_any(text, text, int, int, int, boolean, text, timestamptz),
+    pgque.pop_by_label(text, text, text, int, int, int, boolean, text, timestamptz),
     pgque.group_ack(text, text[], uuid[], text[], uuid[], text[]),
     pgque.group_lease_extend(uuid, int),
     pgque.group_reseed(text, text, int, int),
