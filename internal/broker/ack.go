@@ -28,6 +28,10 @@ type AckResult struct {
 	LeaseReleased bool
 	DLQ           bool
 	Noop          bool
+	// Queue and PartitionID name the acked partition ("" / -1 when the
+	// partition is unknown): what the hot-list promotes on a released lease.
+	Queue       string
+	PartitionID int32
 }
 
 // AckBatch acknowledges acks in order for group ("" = QueueMode) with one
@@ -51,7 +55,7 @@ func AckBatch(ctx context.Context, q Querier, group string, acks []Ack) ([]AckRe
 		}
 		errs[i] = strOrNil(a.Error)
 	}
-	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop
+	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id
 		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[])`,
 		group, txns, parts, statuses, leases, errs)
 	if err != nil {
@@ -61,11 +65,15 @@ func AckBatch(ctx context.Context, q Querier, group string, acks []Ack) ([]AckRe
 	out := make([]AckResult, 0, len(acks))
 	for rows.Next() {
 		var r AckResult
-		var txn, e *string
-		if err := rows.Scan(&r.Index, &txn, &r.Success, &e, &r.LeaseReleased, &r.DLQ, &r.Noop); err != nil {
+		var txn, e, queue *string
+		var pid *int32
+		if err := rows.Scan(&r.Index, &txn, &r.Success, &e, &r.LeaseReleased, &r.DLQ, &r.Noop, &queue, &pid); err != nil {
 			return nil, wrap("ack", err)
 		}
-		r.TransactionID, r.Error = deref(txn), deref(e)
+		r.TransactionID, r.Error, r.Queue, r.PartitionID = deref(txn), deref(e), deref(queue), -1
+		if pid != nil {
+			r.PartitionID = *pid
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -2,6 +2,8 @@ package broker_test
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +160,44 @@ func TestAutoAck(t *testing.T) {
 	}
 	if r = e.pop(p, "p"); len(r.Messages) != 0 {
 		t.Fatalf("third pop %+v", r)
+	}
+}
+
+func TestPopBadInputAndOddNames(t *testing.T) {
+	e := setup(t)
+	group := `g "it's" 🚀 x`
+	e.pushN("q", `p 'x' 🙂`, 0, 2)
+	e.tick("q")
+	r := e.pop(broker.Pop{Queue: "q", Group: group, Batch: 5, SubscriptionMode: "all"}, `p 'x' 🙂`)
+	if len(r.Messages) != 2 || r.Messages[0].Partition != `p 'x' 🙂` {
+		t.Fatalf("odd names: %+v", r)
+	}
+	res := e.ack(group, ackOf(r.Messages[1], ""))
+	if !res[0].Success || !res[0].LeaseReleased || res[0].Queue != "q" || res[0].PartitionID != r.Messages[0].PartitionID {
+		t.Fatalf("ack %+v", res)
+	}
+	cursors := e.int(`SELECT count(*) FROM pgque.group_cursor`)
+	for name, p := range map[string]broker.Pop{
+		"batch 0":         {Queue: "q", Batch: 0},
+		"negative lease":  {Queue: "q", Batch: 1, LeaseSeconds: -5},
+		"long group name": {Queue: "q", Group: strings.Repeat("g", 256), Batch: 1},
+		"bad mode":        {Queue: "q", Group: "fresh", Batch: 1, SubscriptionMode: "latest"},
+		"control char":    {Queue: "q", Group: "a\tb", Batch: 1},
+	} {
+		if _, err := broker.PopPartition(ctxT(t), e.conn, p, `p 'x' 🙂`); !errors.Is(err, broker.ErrInvalidInput) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := broker.PopPartition(ctxT(t), e.conn, broker.Pop{Queue: "nope", Batch: 1}, "p"); !errors.Is(err, broker.ErrNotFound) {
+		t.Errorf("unknown queue: %v", err)
+	}
+	if r := e.pop(broker.Pop{Queue: "q", Batch: 1}, "no such partition"); len(r.Messages) != 0 || len(r.Verdicts) != 0 {
+		t.Errorf("unknown partition: %+v", r)
+	}
+	if n := e.int(`SELECT count(*) FROM pgque.group_cursor`); n != cursors {
+		t.Errorf("bad pops changed cursors: %d -> %d", cursors, n)
+	}
+	if n := e.int(`SELECT count(*) FROM pgque.broker_group`); n != 2 {
+		t.Errorf("%d groups, want 2 (the odd one and queue mode)", n)
 	}
 }

@@ -13,13 +13,15 @@
 -- A message at or below the cursor -> success, noop. A wrong or expired
 -- lease -> success false, 'invalid or expired lease'; an unknown partition
 -- -> success false. Returns: (idx 0-based, transaction_id, success, error,
--- lease_released, dlq, noop) per item.
+-- lease_released, dlq, noop, queue_name, partition_id) per item (the last
+-- two NULL for an unknown partition).
 -- Locks: each item's cursor row (FOR UPDATE, waits). Writes: group_cursor
 -- (one UPDATE per item), group_dead_letter. Called by: the broker (ack,
 -- ack batch, transactions).
 CREATE OR REPLACE FUNCTION pgque.group_ack(i_group text, i_transaction_ids text[], i_partition_ids uuid[],
                                            i_statuses text[], i_lease_ids uuid[], i_errors text[])
-RETURNS TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, noop boolean)
+RETURNS TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, noop boolean,
+               queue_name text, partition_id int)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
@@ -52,6 +54,7 @@ BEGIN
         idx := i - 1;
         transaction_id := i_transaction_ids[i];
         success := false; error := NULL; lease_released := false; dlq := false; noop := false;
+        queue_name := NULL; partition_id := NULL;
         v_status := lower(coalesce(i_statuses[i], 'completed'));
         v_status := CASE WHEN v_status IN ('completed', 'success', 'acked', 'ok', '') THEN 'completed'
                          WHEN v_status IN ('retry', 'dlq') THEN v_status ELSE 'failed' END;
@@ -61,6 +64,8 @@ BEGIN
             RETURN NEXT;
             CONTINUE;
         END IF;
+        partition_id := v_part.part_id;
+        queue_name := (SELECT q.queue_name FROM pgque.queue q WHERE q.queue_id = v_part.part_queue);
         SELECT * INTO v_gc FROM pgque.group_cursor gc
          WHERE gc.gc_queue = v_part.part_queue AND gc.gc_group = v_group AND gc.gc_partition = v_part.part_id
            FOR UPDATE;
