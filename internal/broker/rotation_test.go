@@ -180,10 +180,49 @@ func TestDeadTuplesBoundedUnderHeldXmin(t *testing.T) {
 	if ops < 200 {
 		t.Fatalf("only %d rounds: the load did not happen", ops)
 	}
+	if moves := e.int(`SELECT coalesce(pg_sequence_last_value('pgque.group_cursor_gen_seq'), 0)`); moves < 1 {
+		t.Errorf("the group cursors were never moved to another child")
+	}
 	if peak > 500 {
 		t.Errorf("group cursor dead tuples peaked at %d, bound 500", peak)
 	}
 	if dedupPeak != 0 {
 		t.Errorf("dedup dead tuples %d, want 0 (insert-only)", dedupPeak)
+	}
+}
+
+// Dedup children are truncated once all their rows are out of every
+// queue's window, never before.
+func TestDedupRotation(t *testing.T) {
+	e := setup(t)
+	e.push(broker.Item{Queue: "q", Payload: payload(1), TransactionID: "recent"})
+	cur := e.int(`SELECT pgque.dedup_gen(now())`)
+	old, older := (cur+1)%3, (cur+2)%3
+	// Child "old": rows two hours old (out of the default 1 h window).
+	e.exec(`INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg, dd_time)
+	        SELECT $1, 1, 0, 'old-' || g, gen_random_uuid(), now() - interval '2 hours' FROM generate_series(1, 50) g`, old)
+	// Child "older": one row still inside a window.
+	e.exec(`INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg, dd_time)
+	        VALUES ($1, 1, 0, 'kept', gen_random_uuid(), now() - interval '30 minutes')`, older)
+	e.exec(`SELECT pgque.group_rotate()`)
+	if n := e.int(fmt.Sprintf(`SELECT count(*) FROM pgque.dedup_%d`, old)); n != 0 {
+		t.Errorf("out-of-window child kept %d rows", n)
+	}
+	if n := e.int(fmt.Sprintf(`SELECT count(*) FROM pgque.dedup_%d`, older)); n != 1 {
+		t.Errorf("child with a row inside the window: %d rows, want 1", n)
+	}
+	if n := e.int(fmt.Sprintf(`SELECT count(*) FROM pgque.dedup_%d`, cur)); n != 1 {
+		t.Errorf("current child: %d rows, want 1", n)
+	}
+	// A longer window of some queue keeps the older child.
+	e.exec(`SELECT pgque.set_queue_config('q', 'dedup_window', '20000')`)
+	e.exec(`INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg, dd_time)
+	        VALUES ($1, 1, 0, 'long', gen_random_uuid(), now() - interval '2 hours')`, old)
+	e.exec(`SELECT pgque.group_rotate()`)
+	if n := e.int(fmt.Sprintf(`SELECT count(*) FROM pgque.dedup_%d`, old)); n != 1 {
+		t.Errorf("row inside a long window truncated (%d left)", n)
+	}
+	if res := e.push(broker.Item{Queue: "q", Payload: payload(2), TransactionID: "long"}); res[0].Status != broker.StatusDuplicate {
+		t.Errorf("2 h old transactionId with a 20000 s window: %+v", res[0])
 	}
 }
