@@ -105,13 +105,10 @@ func PopList(ctx context.Context, q Querier, p Pop, partitions []int32) (PopResu
 }
 
 // PopPartition pops from the named partition only (an unknown partition
-// yields nothing).
+// yields nothing): one call of pgque.pop_partition.
 func PopPartition(ctx context.Context, q Querier, p Pop, partition string) (PopResult, error) {
-	args := append(p.args(nil)[:2], partition)
-	args = append(args, p.args(nil)[3:]...)
-	rows, err := q.Query(ctx, `SELECT `+popCols+` FROM pgque.pop_list($1, $2,
-		ARRAY(SELECT pt.part_id FROM pgque.partition pt JOIN pgque.queue qu ON qu.queue_id = pt.part_queue
-		       WHERE qu.queue_name = $1 AND pt.part_name = $3), $4, $5, $6, $7, $8, $9)`, args...)
+	args := p.args(partition)
+	rows, err := q.Query(ctx, `SELECT `+popCols+` FROM pgque.pop_partition($1, $3, $2, $4, $5, $6, $7, $8, $9)`, args...)
 	return scanPop("pop partition", rows, err)
 }
 

@@ -65,6 +65,7 @@ GRANT EXECUTE ON FUNCTION
     pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz),
     pgque.pop_any(text, text, int, int, int, boolean, text, timestamptz),
     pgque.pop_by_label(text, text, text, int, int, int, boolean, text, timestamptz),
+    pgque.pop_partition(text, text, text, int, int, int, boolean, text, timestamptz),
     pgque.group_ack(text, text[], uuid[], text[], uuid[], text[]),
     pgque.group_lease_extend(uuid, int),
     pgque.group_reseed(text, text, int, int),
