@@ -5,7 +5,7 @@
 -- nothing. Returns: (part_name, part_id, part_uuid) per distinct name.
 -- Locks: advisory (1885827448, queue_id) only when a name is new
 -- (serializes id allocation per queue). Writes: partition (insert).
--- Called by: push, pop (by partition name), configure.
+-- Called by: push.
 CREATE OR REPLACE FUNCTION pgque.intern_partitions(i_queue_id int, i_names text[])
 RETURNS TABLE (part_name text, part_id int, part_uuid uuid)
 LANGUAGE plpgsql SECURITY DEFINER

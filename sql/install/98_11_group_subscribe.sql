@@ -8,7 +8,7 @@
 -- Group names: 1..255 bytes, no control characters; bad names or modes raise
 -- invalid_parameter_value. Returns: grp_id. Locks: none beyond the inserts.
 -- Writes: broker_group, group_subscription (first contact only).
--- Called by: pop_list, group_seek.
+-- Called by: pop_list, pop_any, group_seek.
 CREATE OR REPLACE FUNCTION pgque.group_subscribe(i_queue_id int, i_group text, i_mode text, i_from timestamptz)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER

@@ -24,7 +24,7 @@
 -- message (verdict NULL) in candidate then event order.
 -- Locks: the candidates' cursor rows (FOR UPDATE SKIP LOCKED), as
 -- group_seed on first contact. Writes: group_cursor (one UPDATE).
--- Called by: the broker (pop), pop (wildcard / by name), the hot-list.
+-- Called by: the broker (pop), pop_any, pop_partition, the hot-list.
 CREATE OR REPLACE FUNCTION pgque.pop_list(i_queue text, i_group text, i_partitions int[], i_batch int,
                                           i_max_partitions int DEFAULT 1, i_lease_seconds int DEFAULT NULL,
                                           i_auto_ack boolean DEFAULT false, i_mode text DEFAULT 'new',
