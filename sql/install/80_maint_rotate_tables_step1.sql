@@ -1,7 +1,8 @@
 -- pgque.maint_rotate_tables_step1(i_queue_name): switch the queue's inserts
 -- to its next event table once rotation_period has passed, the previous
 -- switch is confirmed (step 2) and no consumer can still need that table
--- (the slowest cursor's tick has an xmin above the previous step 2 txid).
+-- (the slowest cursor's tick - classic consumers - and the oldest consumer
+-- group range (group_rotation_pin) have an xmin above the previous step 2 txid).
 -- The next table is TRUNCATEd first (NOWAIT: busy means try again later).
 -- Returns: 1 switched, 0 not (yet). Locks: the queue's tick lock (try), the
 -- queue row, the next event table (ACCESS EXCLUSIVE NOWAIT).
@@ -33,6 +34,7 @@ BEGIN
       FROM pgque.tick_need() n
       JOIN pgque.tick t ON t.tick_queue = n.queue_id AND t.tick_id = n.cursor_tick
      WHERE n.queue_id = v_queue.queue_id;
+    v_min := least(v_min, pgque.group_rotation_pin(v_queue.queue_id, v_queue.queue_switch_step2));  -- consumer groups (98_44)
     IF v_min IS NOT NULL AND v_min <= v_queue.queue_switch_step2 THEN
         RETURN 0;
     END IF;

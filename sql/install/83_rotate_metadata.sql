@@ -16,6 +16,7 @@
 -- one caller at a time (advisory (1885827445, 4), try-lock: others return 0).
 -- Returns: actions taken. Locks: EXCLUSIVE on a child being moved from,
 -- ACCESS EXCLUSIVE on a child being truncated. Writes: tick, subscription.
+-- Then the broker's tables: group_rotate().
 -- Called by: ticker_loop() (every 200 ms), cron, the ticker daemon.
 CREATE OR REPLACE FUNCTION pgque.rotate_metadata()
 RETURNS int
@@ -123,6 +124,8 @@ BEGIN
     END;
 
     PERFORM set_config('lock_timeout', v_timeout, true);
+    -- The broker's group-cursor and dedup tables (98_40_group_rotate.sql).
+    v_done := v_done + pgque.group_rotate();
     RETURN v_done;
 END;
 $$;

@@ -52,3 +52,29 @@ GRANT EXECUTE ON FUNCTION
     pgque.start(), pgque.stop()
 TO pgque_admin;
 GRANT EXECUTE ON PROCEDURE pgque.ticker_loop(), pgque.drain_retry_events(int) TO pgque_admin;
+
+-- Partitions and consumer groups (the broker's functions, sql/install/98_*).
+GRANT EXECUTE ON FUNCTION
+    pgque.message_uuid(int, bigint, timestamptz), pgque.broker_options(jsonb),
+    pgque.group_cursor_info(text)
+TO pgque_reader, pgque_writer;
+GRANT EXECUTE ON FUNCTION
+    pgque.push(text[], text[], jsonb[], text[])
+TO pgque_writer;
+GRANT EXECUTE ON FUNCTION
+    pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz),
+    pgque.pop_any(text, text, int, int, int, boolean, text, timestamptz),
+    pgque.pop_by_label(text, text, text, int, int, int, boolean, text, timestamptz),
+    pgque.pop_partition(text, text, text, int, int, int, boolean, text, timestamptz),
+    pgque.group_ack(text, text[], uuid[], text[], uuid[], text[]),
+    pgque.group_lease_extend(uuid, int),
+    pgque.group_reseed(text, text, int, int),
+    pgque.group_dlq_list(text, text, int, int)
+TO pgque_reader;
+GRANT EXECUTE ON FUNCTION
+    pgque.configure_queue(text, text, text, jsonb), pgque.broker_delete_queue(text),
+    pgque.group_seek(text, text, boolean, timestamptz), pgque.group_delete(text, text, boolean),
+    pgque.group_dlq_replay(bigint), pgque.group_dlq_purge(text, text),
+    pgque.group_rotate(), pgque.group_rotation_xmin(int), pgque.group_rotation_pin(int, xid8),
+    pgque.group_advance_idle(int)
+TO pgque_admin;

@@ -1,0 +1,119 @@
+package broker
+
+import "context"
+
+// Ack statuses the SQL understands (anything else counts as failed).
+const (
+	AckCompleted = "completed"
+	AckRetry     = "retry"
+	AckFailed    = "failed"
+	AckDLQ       = "dlq"
+)
+
+// Ack acknowledges one message of a consumer group.
+type Ack struct {
+	TransactionID string
+	PartitionID   string // the partition's UUID
+	Status        string // "" = completed
+	LeaseID       string // optional
+	Error         string // optional, kept with a dead letter
+}
+
+// AckResult is the outcome of one Ack, in request order.
+type AckResult struct {
+	Index         int
+	TransactionID string
+	Success       bool
+	Error         string
+	LeaseReleased bool
+	DLQ           bool
+	Noop          bool
+	// Queue and PartitionID name the acked partition ("" / -1 when the
+	// partition is unknown): what the hot-list promotes on a released lease.
+	Queue       string
+	PartitionID int32
+}
+
+// AckBatch acknowledges acks in order for group ("" = QueueMode) with one
+// call of pgque.group_ack. A bad item fails alone (Success false); err is
+// only for database trouble.
+func AckBatch(ctx context.Context, q Querier, group string, acks []Ack) ([]AckResult, error) {
+	if len(acks) == 0 {
+		return []AckResult{}, nil
+	}
+	txns := make([]string, len(acks))
+	parts := make([]*string, len(acks))
+	statuses := make([]*string, len(acks))
+	leases := make([]*string, len(acks))
+	errs := make([]*string, len(acks))
+	for i, a := range acks {
+		txns[i] = a.TransactionID
+		parts[i] = uuidOrZero(a.PartitionID)
+		statuses[i] = strOrNil(a.Status)
+		if a.LeaseID != "" {
+			leases[i] = uuidOrZero(a.LeaseID)
+		}
+		errs[i] = strOrNil(a.Error)
+	}
+	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id
+		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[])`,
+		group, txns, parts, statuses, leases, errs)
+	if err != nil {
+		return nil, wrap("ack", err)
+	}
+	defer rows.Close()
+	out := make([]AckResult, 0, len(acks))
+	for rows.Next() {
+		var r AckResult
+		var txn, e, queue *string
+		var pid *int32
+		if err := rows.Scan(&r.Index, &txn, &r.Success, &e, &r.LeaseReleased, &r.DLQ, &r.Noop, &queue, &pid); err != nil {
+			return nil, wrap("ack", err)
+		}
+		r.TransactionID, r.Error, r.Queue, r.PartitionID = deref(txn), deref(e), deref(queue), -1
+		if pid != nil {
+			r.PartitionID = *pid
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("ack", err)
+	}
+	return out, nil
+}
+
+func strOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// uuidOrZero passes a well-formed UUID through and maps anything else to
+// the nil UUID, which matches no partition and no lease: a malformed id is
+// answered per item (unknown partition, invalid lease), not as an error.
+func uuidOrZero(s string) *string {
+	if !isUUID(s) {
+		s = "00000000-0000-0000-0000-000000000000"
+	}
+	return &s
+}
+
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,86 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+)
+
+// Item is one message to push.
+type Item struct {
+	Queue     string
+	Partition string // "" = "Default"
+	// Payload is the message body, any JSON value.
+	Payload json.RawMessage
+	// TransactionID is optional; when set, a second push of the same id to
+	// the same (queue, partition) inside the queue's dedup window is a
+	// duplicate.
+	TransactionID string
+}
+
+// Push statuses.
+const (
+	StatusQueued    = "queued"
+	StatusDuplicate = "duplicate"
+)
+
+// PushResult is the outcome of one Item, in request order.
+type PushResult struct {
+	Index         int
+	MessageID     string // for a duplicate: the original's
+	TransactionID string // the given one, else the message id
+	Queue         string
+	Status        string // StatusQueued or StatusDuplicate
+	// PartitionID is the partition's dense id in its queue (what the
+	// hot-list marks).
+	PartitionID int32
+}
+
+// Push stores items (queues and partitions may be mixed; both are created
+// on first use) with one call of pgque.push. All or nothing: an error means
+// nothing was pushed.
+func Push(ctx context.Context, q Querier, items []Item) ([]PushResult, error) {
+	if len(items) == 0 {
+		return []PushResult{}, nil
+	}
+	queues := make([]string, len(items))
+	parts := make([]*string, len(items))
+	payloads := make([]*string, len(items))
+	txns := make([]*string, len(items))
+	for i, it := range items {
+		queues[i] = it.Queue
+		if it.Partition != "" {
+			p := it.Partition
+			parts[i] = &p
+		}
+		if len(it.Payload) > 0 {
+			p := string(it.Payload)
+			payloads[i] = &p
+		}
+		if it.TransactionID != "" {
+			t := it.TransactionID
+			txns[i] = &t
+		}
+	}
+	rows, err := q.Query(ctx,
+		`SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id
+		   FROM pgque.push($1::text[], $2::text[], $3::jsonb[], $4::text[])`,
+		queues, parts, payloads, txns)
+	if err != nil {
+		return nil, wrap("push", err)
+	}
+	defer rows.Close()
+	out := make([]PushResult, 0, len(items))
+	for rows.Next() {
+		var r PushResult
+		if err := rows.Scan(&r.Index, &r.MessageID, &r.TransactionID, &r.Queue, &r.Status, &r.PartitionID); err != nil {
+			return nil, wrap("push", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("push", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out, nil
+}

@@ -1,0 +1,12 @@
+-- pgque.dedup_gen(i_at): which child of pgque.dedup receives transaction ids
+-- recorded at i_at: the hour slot, modulo 3. A child is TRUNCATEd (by
+-- group_rotate) only once its newest row is older than every queue's dedup
+-- window, so a window longer than the slot is still honoured.
+-- Returns: smallint. Locks: none. Called by: push, group_rotate.
+CREATE OR REPLACE FUNCTION pgque.dedup_gen(i_at timestamptz)
+RETURNS smallint
+LANGUAGE sql IMMUTABLE
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT (floor(extract(epoch FROM i_at) / 3600)::bigint % 3)::smallint;
+$$;

@@ -1,0 +1,124 @@
+-- pgque.push(i_queues, i_partitions, i_payloads, i_transaction_ids): the
+-- broker's push of N items, item i going to queue i_queues[i], partition
+-- i_partitions[i] (NULL or a NULL element: "Default"), payload i_payloads[i]
+-- (JSON, required), transactionId i_transaction_ids[i] (optional; NULL or
+-- '' means none, and the message id stands in for it).
+-- Queues and partitions are created on first use. An item whose
+-- transactionId was recorded for the same (queue, partition) inside the
+-- queue's dedupWindowSeconds (default 3600), or that repeats an earlier item
+-- of the same push, is a duplicate: nothing is inserted and the original's
+-- message id is returned. Events go to the queue's current event table the
+-- way insert_event / send_batch choose it (queue row read without a lock),
+-- one set-based INSERT per queue, with ev_partition set, ev_type 'default',
+-- ev_data the payload's JSON text, ev_extra1 the given transactionId.
+-- Bad input (array lengths differ, a missing queue or payload, invalid
+-- names) raises invalid_parameter_value and inserts nothing.
+-- Returns: (idx, message_id, transaction_id, queue_name, status,
+-- partition_id) per item,
+-- idx being its 0-based input position (rows come queue by queue); status
+-- 'queued' or 'duplicate'.
+-- Locks: advisory (1885827449, key) per (queue, partition) that has items
+-- with a transactionId, in key order (serializes dedup checks), as
+-- intern_partitions for new partitions, create_queue for new queues.
+-- Writes: event_<q>_<cur> (insert), dedup (insert), partition, queue.
+-- Called by: the broker (POST /api/v1/push, transactions).
+CREATE OR REPLACE FUNCTION pgque.push(i_queues text[], i_partitions text[], i_payloads jsonb[], i_transaction_ids text[])
+RETURNS TABLE (idx int, message_id uuid, transaction_id text, queue_name text, status text, partition_id int)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_n      int := coalesce(cardinality(i_queues), 0);
+    v_parts  text[];
+    v_txns   text[];
+    v_bad    int;
+    v_qname  text;
+    v_queue  pgque.queue;
+    v_window interval;
+BEGIN
+    IF i_queues IS NULL OR i_payloads IS NULL THEN
+        RAISE EXCEPTION 'pgque: push needs the items'' queues and payloads (got NULL)' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    v_parts := coalesce(i_partitions, array_fill(NULL::text, ARRAY[v_n]));
+    v_txns := coalesce(i_transaction_ids, array_fill(NULL::text, ARRAY[v_n]));
+    IF cardinality(i_payloads) <> v_n OR cardinality(v_parts) <> v_n OR cardinality(v_txns) <> v_n THEN
+        RAISE EXCEPTION 'pgque: push: % queues, % partitions, % payloads, % transaction ids: one each per item',
+            v_n, cardinality(v_parts), cardinality(i_payloads), cardinality(v_txns) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
+    SELECT u.o - 1 INTO v_bad FROM unnest(i_queues, i_payloads) WITH ORDINALITY u(q, p, o)
+     WHERE u.q IS NULL OR u.q = '' OR u.p IS NULL ORDER BY u.o LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'pgque: push: item % has no queue or no payload', v_bad USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT u.o - 1 INTO v_bad FROM unnest(v_txns) WITH ORDINALITY u(t, o)
+     WHERE octet_length(u.t) > 512 OR u.t ~ '[[:cntrl:]]' ORDER BY u.o LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'pgque: push: item % has an invalid transactionId (at most 512 bytes, no control characters)', v_bad
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    FOR v_qname IN SELECT DISTINCT q FROM unnest(i_queues) q ORDER BY 1 LOOP
+        IF NOT EXISTS (SELECT 1 FROM pgque.queue q WHERE q.queue_name = v_qname) THEN
+            PERFORM pgque.create_queue(v_qname);
+        END IF;
+        SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_name = v_qname;
+        PERFORM pgque.intern_partitions(v_queue.queue_id,
+            ARRAY(SELECT DISTINCT coalesce(u.p, 'Default') FROM unnest(i_queues, v_parts) u(q, p) WHERE u.q = v_qname));
+        v_window := make_interval(secs => (pgque.broker_options(v_queue.queue_options) ->> 'dedupWindowSeconds')::int);
+        PERFORM pg_advisory_xact_lock(1885827449, k.key)
+           FROM (SELECT DISTINCT hashtext(v_queue.queue_id || '/' || p.part_id) AS key
+                   FROM unnest(i_queues, v_parts, v_txns) u(q, pn, t)
+                   JOIN pgque.partition p ON p.part_queue = v_queue.queue_id AND p.part_name = coalesce(u.pn, 'Default')
+                  WHERE u.q = v_qname AND nullif(u.t, '') IS NOT NULL
+                  ORDER BY 1) k;
+        RETURN QUERY EXECUTE format($sql$
+            WITH it AS (
+                SELECT u.o::int AS idx, p.part_id, u.pl, nullif(u.t, '') AS txn
+                  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[]) WITH ORDINALITY u(qn, pn, pl, t, o)
+                  JOIN pgque.partition p ON p.part_queue = $5 AND p.part_name = coalesce(u.pn, 'Default')
+                 WHERE u.qn = $6
+            ), firsts AS (
+                -- first_idx: the item this one repeats (itself when it has no transactionId)
+                SELECT it.*, CASE WHEN it.txn IS NULL THEN it.idx
+                                  ELSE min(it.idx) OVER (PARTITION BY it.part_id, it.txn) END AS first_idx
+                  FROM it
+            ), looked AS (
+                SELECT f.*, pr.dd_msg
+                  FROM firsts f
+                  LEFT JOIN LATERAL (
+                        SELECT d.dd_msg FROM pgque.dedup d
+                         WHERE f.txn IS NOT NULL AND f.idx = f.first_idx
+                           AND d.dd_queue = $5 AND d.dd_partition = f.part_id AND d.dd_txn = f.txn
+                           AND d.dd_time > now() - $7::interval
+                         ORDER BY d.dd_time LIMIT 1) pr ON true
+            ), fresh AS (
+                SELECT s.*, CASE WHEN s.idx = s.first_idx AND s.dd_msg IS NULL THEN nextval($8::regclass) END AS ev_id
+                  FROM (SELECT l.* FROM looked l ORDER BY l.idx) s
+            ), ins AS (
+                INSERT INTO %s (ev_id, ev_type, ev_data, ev_extra1, ev_partition)
+                SELECT fr.ev_id, 'default', fr.pl::text, fr.txn, fr.part_id FROM fresh fr WHERE fr.ev_id IS NOT NULL
+                RETURNING 1
+            ), dd AS (
+                INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg)
+                SELECT pgque.dedup_gen(now()), $5, fr.part_id, fr.txn, pgque.message_uuid($5, fr.ev_id, now())
+                  FROM fresh fr WHERE fr.ev_id IS NOT NULL AND fr.txn IS NOT NULL
+                RETURNING 1
+            ), res AS (
+                SELECT fr.idx, fr.txn, fr.part_id, fr.ev_id,
+                       coalesce(pgque.message_uuid($5, max(fr.ev_id) OVER (PARTITION BY fr.first_idx), now()),
+                                (max(fr.dd_msg::text) OVER (PARTITION BY fr.first_idx))::uuid) AS msg
+                  FROM fresh fr
+            )
+            SELECT r.idx - 1, r.msg, coalesce(r.txn, r.msg::text), $6,
+                   CASE WHEN r.ev_id IS NOT NULL THEN 'queued' ELSE 'duplicate' END, r.part_id
+              FROM res r
+             WHERE (SELECT count(*) FROM ins) >= 0 AND (SELECT count(*) FROM dd) >= 0
+             ORDER BY r.idx
+            $sql$, pgque.event_table(v_queue.queue_id, v_queue.queue_cur_table))
+        USING i_queues, v_parts, i_payloads, v_txns, v_queue.queue_id, v_qname, v_window, v_queue.queue_event_seq;
+    END LOOP;
+END;
+$$;

@@ -1,0 +1,46 @@
+-- pgque.group_range_sql(i_queue_id, i_tables, i_lo, i_hi, i_pos_txid, i_pos,
+-- i_end_txid, i_limit, i_owner, i_from): the text of a query over a
+-- partition's events in the range (lo, hi] - visible in snapshot hi, not in
+-- snapshot lo - after the position (pos_txid, pos) (NULL: from the start),
+-- with ev_txid <= end_txid (NULL: no bound), owned by nobody or by i_owner,
+-- created at or after i_from (NULL: any), in (ev_txid, ev_id) order, at
+-- most i_limit rows (NULL: all). Every i_* but i_queue_id / i_tables is a
+-- SQL expression (the caller's columns or parameters); the partition is
+-- l.gc_partition. The txid range is scanned from xmax(lo) (index
+-- (ev_partition, ev_txid), stopping after i_limit rows) plus lo's
+-- in-progress xids by equality, so a held xmin does not widen it.
+-- Columns: ev_id, ev_time, ev_txid, ev_data, ev_extra1.
+-- Returns: text. Locks: none. Called by: pop_list, group_ack,
+-- group_advance_idle, group_candidates.
+CREATE OR REPLACE FUNCTION pgque.group_range_sql(i_queue_id int, i_tables int[], i_lo text, i_hi text,
+                                                 i_pos_txid text, i_pos text, i_end_txid text, i_limit text,
+                                                 i_owner text, i_from text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_common text;
+    v_parts  text[] := '{}';
+    v_n      int;
+    v_lim    text := CASE WHEN i_limit IS NULL THEN '' ELSE ' LIMIT ' || i_limit END;
+BEGIN
+    v_common := format('AND pg_visible_in_snapshot(e.ev_txid, %2$s) AND NOT pg_visible_in_snapshot(e.ev_txid, %1$s) '
+                       'AND (e.ev_owner IS NULL OR e.ev_owner = %3$s) AND (%4$s IS NULL OR e.ev_time >= %4$s) '
+                       'AND (%5$s IS NULL OR (e.ev_txid, e.ev_id) > (%5$s, %6$s)) '
+                       'AND (%7$s IS NULL OR e.ev_txid <= %7$s)',
+                       i_lo, i_hi, i_owner, coalesce(i_from, 'NULL::timestamptz'),
+                       coalesce(i_pos_txid, 'NULL::xid8'), coalesce(i_pos, 'NULL::bigint'), coalesce(i_end_txid, 'NULL::xid8'));
+    FOREACH v_n IN ARRAY i_tables LOOP
+        v_parts := v_parts
+            || format('(SELECT e.ev_id, e.ev_time, e.ev_txid, e.ev_data, e.ev_extra1 FROM %s e '
+                      'WHERE e.ev_partition = l.gc_partition AND e.ev_txid = ANY (ARRAY(SELECT pg_snapshot_xip(%s))) %s)',
+                      pgque.event_table(i_queue_id, v_n), i_lo, v_common)
+            || format('(SELECT e.ev_id, e.ev_time, e.ev_txid, e.ev_data, e.ev_extra1 FROM %s e '
+                      'WHERE e.ev_partition = l.gc_partition AND e.ev_txid >= greatest(pg_snapshot_xmax(%s), %s) '
+                      'AND e.ev_txid < pg_snapshot_xmax(%s) %s ORDER BY e.ev_txid, e.ev_id%s)',
+                      pgque.event_table(i_queue_id, v_n), i_lo, coalesce(i_pos_txid, 'NULL::xid8'), i_hi, v_common, v_lim);
+    END LOOP;
+    RETURN 'SELECT * FROM (' || array_to_string(v_parts, ' UNION ALL ') || ') x ORDER BY x.ev_txid, x.ev_id' || v_lim;
+END;
+$$;

@@ -1,0 +1,23 @@
+-- pgque.group_rotation_xmin(i_queue_id): the oldest transaction any consumer
+-- group of the queue may still need events of: the least xmin of the group
+-- cursors' range starts, and of the subscription snapshot of each group that
+-- has not yet reached every partition (a later first contact seeds from
+-- it). NULL when the queue has no groups. maint_rotate_tables_step1 keeps
+-- the old event table while this is at or below the previous switch.
+-- Returns: xid8. Locks: none. Called by: group_rotation_pin,
+-- group_cursor_info.
+CREATE OR REPLACE FUNCTION pgque.group_rotation_xmin(i_queue_id int)
+RETURNS xid8
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+    SELECT least(
+        (SELECT min(pg_snapshot_xmin(gc.gc_lo)) FROM pgque.group_cursor gc WHERE gc.gc_queue = i_queue_id),
+        (SELECT min(pg_snapshot_xmin(gs.gs_lo)) FROM pgque.group_subscription gs
+          WHERE gs.gs_queue = i_queue_id
+            AND EXISTS (SELECT 1 FROM pgque.partition p
+                         WHERE p.part_queue = i_queue_id
+                           AND NOT EXISTS (SELECT 1 FROM pgque.group_cursor gc
+                                            WHERE gc.gc_queue = i_queue_id AND gc.gc_group = gs.gs_group
+                                              AND gc.gc_partition = p.part_id))));
+$$;

@@ -1,0 +1,22 @@
+-- pgque.group_rotation_pin(i_queue_id, i_switch): what consumer groups need
+-- kept of the queue's event tables, for maint_rotate_tables_step1: the
+-- group_rotation_xmin; when that is at or below i_switch (the previous
+-- switch's step-2 txid, so it would block the next switch), idle cursors
+-- are advanced first (group_advance_idle) and it is computed again.
+-- Returns: xid8, NULL without groups. Locks: as group_advance_idle.
+-- Writes: as group_advance_idle. Called by: maint_rotate_tables_step1.
+CREATE OR REPLACE FUNCTION pgque.group_rotation_pin(i_queue_id int, i_switch xid8)
+RETURNS xid8
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_min xid8 := pgque.group_rotation_xmin(i_queue_id);
+BEGIN
+    IF v_min IS NOT NULL AND v_min <= i_switch THEN
+        PERFORM pgque.group_advance_idle(i_queue_id);
+        v_min := pgque.group_rotation_xmin(i_queue_id);
+    END IF;
+    RETURN v_min;
+END;
+$$;
