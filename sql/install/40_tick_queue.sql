@@ -26,10 +26,13 @@
 --   the snapshot (a holder that ended before s is visible, or aborted);
 --   tick_wait_probe = some holder had no xid yet at p (it gets one later,
 --   >= xmax or in xip): due_queues re-checks such a tick with an index probe.
--- Holders that only read the sequence are skipped: the ticking transaction
--- itself (unless it inserted events of this queue - send and ticker() in one
--- transaction) and other tickers (they hold the shared advisory lock
--- (1885827445, 6) that ticker() takes) unless they inserted events.
+-- The ticking transaction itself is skipped unless it inserted events of
+-- this queue (send and ticker() in one transaction). Another ticker (it
+-- holds the shared advisory lock (1885827445, 6) that ticker() takes) that
+-- inserted nothing only read the sequence - unless it is between nextval
+-- and INSERT of a send_batch in its own transaction - so it sets
+-- tick_wait_probe rather than entering tick_wait: two tickers running at
+-- once then cost index probes, never extra ticks.
 -- Reading pg_locks costs a few microseconds per tick; idle checks never do.
 -- Refuses to run outside READ COMMITTED: a REPEATABLE READ ticker would
 -- record a snapshot older than the previous tick's (ticks only move forward).
@@ -95,12 +98,12 @@ BEGIN
                    FILTER (WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock') AS xids
           FROM l
          GROUP BY l.virtualtransaction
-    ), w AS (
-        SELECT * FROM h WHERE h.holds AND (h.inserted OR NOT h.ticker)
     )
-    SELECT coalesce((SELECT bool_or(w.xids IS NULL) FROM w WHERE NOT w.own), false),
-           coalesce((SELECT bool_or(w.inserted) FROM w WHERE w.own), false),
-           (SELECT array_agg(x) FROM w, unnest(w.xids) x WHERE NOT w.own)
+    SELECT coalesce((SELECT bool_or(h.xids IS NULL OR (h.ticker AND NOT h.inserted)) FROM h
+                      WHERE h.holds AND NOT h.own), false),
+           coalesce((SELECT bool_or(h.inserted) FROM h WHERE h.holds AND h.own), false),
+           (SELECT array_agg(x) FROM h, unnest(h.xids) x
+             WHERE h.holds AND NOT h.own AND (h.inserted OR NOT h.ticker))
       INTO v_probe, v_ownprod, v_xids;
 
     -- 3. The snapshot; tick_wait = the holders' xids it does not see.
