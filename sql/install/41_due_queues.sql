@@ -1,5 +1,7 @@
 -- pgque.due_queues(i_queue_id): the queues a tick is due for now (all queues
--- when i_queue_id is NULL), with their latest tick id. One set-based query:
+-- when i_queue_id is NULL), with their latest tick id and the event
+-- sequence's position as read now (event_seq: the tick records it, see
+-- tick_queue for why it is read before pg_locks). One set-based query:
 -- the event sequence is read with pg_sequence_last_value (no write) and the
 -- latest tick by index, so checking idle queues costs no WAL.
 --
@@ -32,8 +34,16 @@
 -- Locks: RowExclusiveLock on the event sequences (pg_sequence_last_value
 -- takes it; no conflict with producers); has_events_since's reads.
 -- Called by: ticker(), ticker(queue).
+-- Upgrade: the result gained event_seq (a changed result needs a DROP).
+DO $upgrade$ BEGIN
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_proc p
+                WHERE p.oid = pg_catalog.to_regprocedure('pgque.due_queues(integer)')
+                  AND NOT 'event_seq' = ANY (p.proargnames)) THEN
+        DROP FUNCTION pgque.due_queues(int);
+    END IF;
+END $upgrade$;
 CREATE OR REPLACE FUNCTION pgque.due_queues(i_queue_id int DEFAULT NULL)
-RETURNS TABLE (queue_id int, queue_name text, last_tick_id bigint)
+RETURNS TABLE (queue_id int, queue_name text, last_tick_id bigint, event_seq bigint)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pgque, pg_catalog
 AS $$
@@ -72,7 +82,7 @@ BEGIN
                END AS waited
           FROM q
     )
-    SELECT r.queue_id, r.queue_name, r.last_id
+    SELECT r.queue_id, r.queue_name, r.last_id, r.cur_seq
       FROM r
      WHERE CASE
              WHEN r.last_id IS NULL OR r.queue_force_tick OR r.last_id <= 1 THEN true
