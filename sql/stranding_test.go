@@ -346,3 +346,50 @@ func TestTickerUnknownQueueSaysNoSuchQueue(t *testing.T) {
 		t.Fatalf("%d queues exist after calls on an unknown one", n)
 	}
 }
+
+// drain_retry_events runs with pg_cron's rights and cannot pin search_path
+// (it COMMITs): every function, operator and type it uses is
+// schema-qualified, so look-alikes planted in public never run, even with
+// public ahead of pg_catalog.
+func TestDrainRetryEventsIgnoresPlantedFunctions(t *testing.T) {
+	e := strandQueue(t)
+	e.exec(`CREATE TABLE public.pwned (what text)`)
+	e.exec(`CREATE FUNCTION public.make_interval(secs int) RETURNS interval LANGUAGE sql
+	          AS $$ INSERT INTO public.pwned VALUES ('make_interval'); SELECT interval '1 second' $$`)
+	e.exec(`CREATE FUNCTION public.clock_timestamp() RETURNS timestamptz LANGUAGE sql
+	          AS $$ INSERT INTO public.pwned VALUES ('clock_timestamp'); SELECT pg_catalog.now() $$`)
+	e.exec(`CREATE FUNCTION public.int_eq(int, int) RETURNS boolean LANGUAGE sql
+	          AS $$ INSERT INTO public.pwned VALUES ('='); SELECT $1 OPERATOR(pg_catalog.=) $2 $$`)
+	e.exec(`CREATE OPERATOR public.= (LEFTARG = int, RIGHTARG = int, FUNCTION = public.int_eq)`)
+	e.exec(`CREATE FUNCTION public.ts_ge(timestamptz, timestamptz) RETURNS boolean LANGUAGE sql
+	          AS $$ INSERT INTO public.pwned VALUES ('>='); SELECT $1 OPERATOR(pg_catalog.>=) $2 $$`)
+	e.exec(`CREATE OPERATOR public.>= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = public.ts_ge)`)
+	// A due retry, so the loop body runs.
+	e.exec(`SELECT pgque.send('q', 'r'::text)`)
+	nextSlot()
+	e.exec(`SELECT pgque.ticker()`)
+	ms := e.receive("q", "c", 10)
+	if len(ms) != 1 {
+		t.Fatalf("receive = %v", ms)
+	}
+	e.exec(`SELECT pgque.nack($1, ROW($2, $1, 'default', 'r', 0, now(), NULL, NULL, NULL, NULL)::pgque.message, '0 seconds', 'x')`, ms[0].Batch, ms[0].ID)
+	e.exec(`SELECT pgque.ack($1)`, ms[0].Batch)
+	e.exec(`SET search_path = public, pg_catalog`)
+	e.exec(`CALL pgque.drain_retry_events(1)`)
+	e.exec(`RESET search_path`)
+	if n := e.int64(`SELECT count(*) FROM pgque.retry_queue`); n != 0 {
+		t.Fatalf("drain_retry_events left %d retries", n)
+	}
+	var ran []string
+	rows, err := e.conn.Query(ctxT(t), `SELECT what FROM public.pwned`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ran) != 0 {
+		t.Fatalf("drain_retry_events ran planted look-alikes: %v", ran)
+	}
+}
