@@ -393,3 +393,36 @@ func TestDrainRetryEventsIgnoresPlantedFunctions(t *testing.T) {
 		t.Fatalf("drain_retry_events ran planted look-alikes: %v", ran)
 	}
 }
+
+// Two tickers at once: each reads every queue's sequence in its own
+// transaction, so each is a lock holder for the other's ticks. A ticker
+// that inserted no events is not a producer: its commit must not re-tick a
+// queue that has nothing new (else two tickers keep ticking idle queues).
+func TestStrandOtherTickerIsNotAProducer(t *testing.T) {
+	e := strandQueue(t)
+	e.exec(`SELECT pgque.create_queue('q2')`)
+	e.exec(`SELECT pgque.ticker()`)
+	e.exec(`SELECT pgque.send('q2', 'y'::text)`)
+	nextSlot()
+	other := pgtest.Conn(t, e.dsn)
+	b := begin(t, other, pgx.ReadCommitted)
+	var n int64
+	if err := b.QueryRow(ctxT(t), `SELECT pgque.ticker()`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the other ticker ticked %d queues (%v), want q2 only", n, err)
+	}
+	e.exec(`SELECT pgque.send('q', 'x'::text)`)
+	nextSlot()
+	if n := e.int64(`SELECT pgque.ticker('q')`); n < 0 {
+		t.Fatal("q did not tick for its new event")
+	}
+	commit(t, b)
+	before := e.ticks()
+	for i := 0; i < 5; i++ {
+		nextSlot()
+		e.exec(`SELECT pgque.ticker()`)
+	}
+	if n := e.ticks() - before; n != 0 {
+		t.Fatalf("q ticked %d times after the other ticker committed, with nothing new", n)
+	}
+	exactlyOnce(t, e.drain("q", "c", 10), []string{"x"})
+}
