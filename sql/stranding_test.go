@@ -10,6 +10,7 @@ package sql_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -425,4 +426,44 @@ func TestStrandOtherTickerIsNotAProducer(t *testing.T) {
 		t.Fatalf("q ticked %d times after the other ticker committed, with nothing new", n)
 	}
 	exactlyOnce(t, e.drain("q", "c", 10), []string{"x"})
+}
+
+// A re-tick that carries events left behind by the previous tick NOTIFYs
+// like a tick with new ids, so LISTENing consumers do not wait for a poll.
+func TestStrandReTickNotifies(t *testing.T) {
+	e := strandQueue(t)
+	listener := pgtest.Conn(t, e.dsn)
+	if _, err := listener.Exec(ctxT(t), `LISTEN pgque_q`); err != nil {
+		t.Fatal(err)
+	}
+	producer := pgtest.Conn(t, e.dsn)
+	p := begin(t, producer, pgx.ReadCommitted)
+	txExec(t, p, `SELECT pgque.send('q', 'n'::text)`)
+	nextSlot()
+	first := e.int64(`SELECT pgque.ticker('q')`) // counts the id, cannot see the event
+	if first < 0 {
+		t.Fatal("no tick for the new id")
+	}
+	waitNotify := func() string {
+		ctx, cancel := context.WithTimeout(ctxT(t), 2*time.Second)
+		defer cancel()
+		n, err := listener.WaitForNotification(ctx)
+		if err != nil {
+			return ""
+		}
+		return n.Payload
+	}
+	if got := waitNotify(); got != fmt.Sprint(first) {
+		t.Fatalf("notification %q, want tick %d", got, first)
+	}
+	commit(t, p)
+	nextSlot()
+	second := e.int64(`SELECT pgque.ticker('q')`)
+	if second < 0 {
+		t.Fatal("no re-tick after the producer committed")
+	}
+	if got := waitNotify(); got != fmt.Sprint(second) {
+		t.Fatalf("re-tick %d carrying a committed event sent notification %q, want %q", second, got, fmt.Sprint(second))
+	}
+	exactlyOnce(t, e.drain("q", "c", 10), []string{"n"})
 }

@@ -5,8 +5,9 @@
 -- sequence's position i_event_seq (tick_event_seq), the snapshot
 -- (tick_snapshot) and the producers still in flight (tick_wait,
 -- tick_wait_probe), clears a forced tick, and NOTIFYs pgque_<queue> when the
--- tick carries new event ids and the notify queue is not backed up (a
--- stalled listener must not fill it).
+-- tick carries new event ids or the previous tick waited for producers in
+-- flight (this one may carry their events), and the notify queue is not
+-- backed up (a stalled listener must not fill it).
 --
 -- Visibility (docs/engine.md, "Visibility and re-ticks"): an event id can be
 -- counted by a tick (ev_id <= tick_event_seq) while its transaction is not
@@ -57,7 +58,7 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    SELECT t.tick_id, t.tick_event_seq INTO v_last
+    SELECT t.tick_id, t.tick_event_seq, t.tick_wait IS NOT NULL OR t.tick_wait_probe AS left_behind INTO v_last
       FROM pgque.tick t WHERE t.tick_queue = i_queue_id
      ORDER BY t.tick_id DESC LIMIT 1;
     IF v_last.tick_id IS DISTINCT FROM i_last_tick_id THEN
@@ -85,7 +86,7 @@ BEGIN
     IF v_queue.queue_force_tick THEN
         UPDATE pgque.queue SET queue_force_tick = false WHERE queue_id = i_queue_id;
     END IF;
-    IF v_seq > coalesce(v_last.tick_event_seq, 0)
+    IF (v_seq > coalesce(v_last.tick_event_seq, 0) OR v_last.left_behind)
        AND pg_notification_queue_usage() <= coalesce(pgque.get_setting('notify_max_queue_usage')::float8, 0.001)
     THEN
         PERFORM pg_notify('pgque_' || v_queue.queue_name, v_tick_id::text);
