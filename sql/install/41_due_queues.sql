@@ -75,8 +75,11 @@ BEGIN
                -- "left behind": a waited-for producer committed, or a probe finds rows
                CASE WHEN q.last_wait IS NOT NULL
                          AND EXISTS (SELECT 1 FROM unnest(q.last_wait) x
-                                      WHERE pg_visible_in_snapshot(x, v_now)
-                                        AND coalesce(pg_xact_status(x), 'committed') = 'committed')
+                                      -- ended (so below xmax: pg_xact_status
+                                      -- raises for an xid in the future) and committed
+                                      WHERE CASE WHEN pg_visible_in_snapshot(x, v_now)
+                                                 THEN coalesce(pg_xact_status(x), 'committed') = 'committed'
+                                                 ELSE false END)
                     THEN true
                     ELSE false
                END AS waited
