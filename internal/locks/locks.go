@@ -20,6 +20,11 @@ const (
 	// for its whole run: "the pg_cron loop is alive". A standby (the
 	// `tick --run` daemon, `serve`) ticks only while nobody holds it.
 	TickerLoop int32 = 5
+	// Ticking is held shared (transaction-scoped) by every pgque.ticker()
+	// call: it tells a tick's pg_locks reading (pgque.tick_in_flight) that
+	// this transaction is a ticker, which reads every queue's event
+	// sequence without producing events.
+	Ticking int32 = 6
 )
 
 // QueueTickClassID is the first key of a queue's tick lock; the second is

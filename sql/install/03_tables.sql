@@ -86,8 +86,15 @@ CREATE TABLE IF NOT EXISTS pgque.tick (
     tick_snapshot  pg_snapshot NOT NULL DEFAULT pg_current_snapshot(),
     tick_event_seq bigint      NOT NULL,
     -- event ids allocated since the previous tick (an upper bound of its events)
-    tick_new_ids   bigint      NOT NULL DEFAULT 0
+    tick_new_ids   bigint      NOT NULL DEFAULT 0,
+    -- producers in flight at the tick (see tick_queue): the queue re-ticks
+    -- once one of these transactions has committed; tick_wait_probe: some
+    -- could not be named by xid, re-check by an index probe (due_queues)
+    tick_wait      xid8[],
+    tick_wait_probe boolean    NOT NULL DEFAULT false
 ) PARTITION BY LIST (tick_gen);
+ALTER TABLE pgque.tick ADD COLUMN IF NOT EXISTS tick_wait xid8[];
+ALTER TABLE pgque.tick ADD COLUMN IF NOT EXISTS tick_wait_probe boolean NOT NULL DEFAULT false;
 CREATE TABLE IF NOT EXISTS pgque.tick_0 PARTITION OF pgque.tick FOR VALUES IN (0) WITH (autovacuum_enabled = off);
 CREATE TABLE IF NOT EXISTS pgque.tick_1 PARTITION OF pgque.tick FOR VALUES IN (1) WITH (autovacuum_enabled = off);
 CREATE TABLE IF NOT EXISTS pgque.tick_2 PARTITION OF pgque.tick FOR VALUES IN (2) WITH (autovacuum_enabled = off);

@@ -1,0 +1,66 @@
+-- pgque.tick_in_flight(i_queue_ids): for each of these queues, who may
+-- have allocated event ids or inserted events and not finished yet - read
+-- from pg_locks once for all of them (docs/engine.md, "Visibility and
+-- re-ticks"). Every transaction that allocated an id of a queue holds
+-- RowExclusiveLock on the queue's event sequence from before the allocation
+-- until it ends (nextval takes it; so does pg_sequence_last_value, which is
+-- how tickers and monitors read it), and one that inserted events holds
+-- RowExclusiveLock on an event table. Per queue it returns:
+--   xids: the transaction ids (32-bit, as pg_locks has them) of holders
+--         other than the caller's own transaction and other than tickers
+--         that inserted nothing (they hold the shared advisory lock
+--         (1885827445, 6) that ticker() takes, and only read the sequence);
+--   probe: some other holder had no xid yet (between nextval and its
+--         INSERT), or is such a ticker: it cannot be named by xid;
+--   own_inserted: the caller's own transaction inserted events of the queue.
+-- Must be called after the queues' sequences were read and before the
+-- tick's snapshot is taken (tick_queue). An empty array reads nothing.
+-- Returns: one row per existing queue. Locks: none (reads pg_locks).
+-- Called by: ticker(), ticker(queue).
+CREATE OR REPLACE FUNCTION pgque.tick_in_flight(i_queue_ids int[])
+RETURNS TABLE (queue_id int, probe boolean, own_inserted boolean, xids bigint[])
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pgque, pg_catalog
+AS $$
+DECLARE
+    v_db oid;
+BEGIN
+    IF coalesce(cardinality(i_queue_ids), 0) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT d.oid INTO v_db FROM pg_database d WHERE d.datname = current_database();
+    RETURN QUERY
+    WITH qs AS (
+        SELECT q.queue_id, q.queue_event_seq::oid AS seq,
+               ARRAY(SELECT to_regclass(pgque.event_table(q.queue_id, n))::oid
+                       FROM generate_series(0, q.queue_ntables - 1) n) AS tbls
+          FROM pgque.queue q
+         WHERE q.queue_id = ANY (i_queue_ids)
+    ), v AS (
+        SELECT l.virtualtransaction,
+               coalesce(bool_or(l.pid = pg_backend_pid()), false) AS own,
+               coalesce(bool_or(l.locktype = 'advisory' AND l.classid = 1885827445::oid
+                                AND l.objid = 6::oid AND l.objsubid = 2), false) AS ticker,
+               array_agg(l.transactionid::text::bigint)
+                   FILTER (WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock') AS xids,
+               array_agg(l.relation)
+                   FILTER (WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock') AS rels
+          FROM pg_locks l
+         WHERE l.granted AND (l.locktype = 'transactionid' OR l.database = v_db)
+         GROUP BY l.virtualtransaction
+    ), h AS (
+        -- The caller's own transaction reads every sequence (due_queues):
+        -- only its event-table locks matter.
+        SELECT qs.queue_id, v.own, v.ticker, v.xids, v.rels && qs.tbls AS inserted
+          FROM qs JOIN v ON CASE WHEN v.own THEN v.rels && qs.tbls ELSE v.rels && (qs.tbls || qs.seq) END
+    )
+    SELECT qs.queue_id,
+           coalesce(bool_or(NOT h.own AND (h.xids IS NULL OR (h.ticker AND NOT h.inserted))), false),
+           coalesce(bool_or(h.own AND h.inserted), false),
+           array_agg(x) FILTER (WHERE x IS NOT NULL)
+      FROM qs
+      LEFT JOIN h ON h.queue_id = qs.queue_id
+      LEFT JOIN LATERAL unnest(CASE WHEN NOT h.own AND (h.inserted OR NOT h.ticker) THEN h.xids END) x ON true
+     GROUP BY qs.queue_id;
+END;
+$$;
