@@ -20,7 +20,7 @@
 CREATE OR REPLACE FUNCTION pgque.tick_in_flight(i_queue_ids int[])
 RETURNS TABLE (queue_id int, probe boolean, own_inserted boolean, xids bigint[])
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_db oid;

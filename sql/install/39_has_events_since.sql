@@ -11,7 +11,7 @@
 CREATE OR REPLACE FUNCTION pgque.has_events_since(i_queue_id int, i_snapshot pg_snapshot)
 RETURNS boolean
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue;

@@ -11,7 +11,7 @@
 CREATE OR REPLACE FUNCTION pgque.broker_options(i_options jsonb)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT jsonb_strip_nulls(jsonb_build_object(
         'leaseTime', coalesce((i_options ->> 'lease_time')::int, 300),

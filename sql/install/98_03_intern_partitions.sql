@@ -9,7 +9,7 @@
 CREATE OR REPLACE FUNCTION pgque.intern_partitions(i_queue_id int, i_names text[])
 RETURNS TABLE (part_name text, part_id int, part_uuid uuid)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_bad text;

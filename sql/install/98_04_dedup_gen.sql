@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.dedup_gen(i_at timestamptz)
 RETURNS smallint
 LANGUAGE sql IMMUTABLE
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT (floor(extract(epoch FROM i_at) / 3600)::bigint % 3)::smallint;
 $$;

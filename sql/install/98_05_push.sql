@@ -25,7 +25,7 @@
 CREATE OR REPLACE FUNCTION pgque.push(i_queues text[], i_partitions text[], i_payloads jsonb[], i_transaction_ids text[])
 RETURNS TABLE (idx int, message_id uuid, transaction_id text, queue_name text, status text, partition_id int)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_n      int := coalesce(cardinality(i_queues), 0);

@@ -17,7 +17,7 @@ CREATE OR REPLACE FUNCTION pgque.group_range_sql(i_queue_id int, i_tables int[],
                                                  i_owner text, i_from text)
 RETURNS text
 LANGUAGE plpgsql IMMUTABLE
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_common text;

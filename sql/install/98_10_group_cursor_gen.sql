@@ -5,7 +5,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_cursor_gen()
 RETURNS smallint
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     RETURN (SELECT (coalesce(pg_sequence_last_value('pgque.group_cursor_gen_seq'), 0) % 3)::smallint);

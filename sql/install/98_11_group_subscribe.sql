@@ -12,7 +12,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_subscribe(i_queue_id int, i_group text, i_mode text, i_from timestamptz)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_id   int;

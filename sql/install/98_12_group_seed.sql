@@ -9,7 +9,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_seed(i_queue_id int, i_group_id int, i_partitions int[])
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_n int;

@@ -13,7 +13,7 @@ CREATE OR REPLACE FUNCTION pgque.group_pending(i_queue_id int, i_group_id int, i
                                                i_include_leased boolean)
 RETURNS TABLE (partition_id int, lease_until timestamptz, last_active timestamptz)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue  pgque.queue;

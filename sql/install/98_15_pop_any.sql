@@ -14,7 +14,7 @@ RETURNS TABLE (partition_id int, partition_uuid uuid, partition_name text, verdi
                until timestamptz, lease_id uuid, message_id uuid, transaction_id text, payload text,
                created_at timestamptz, delivery_attempt int, ev_id bigint)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(i_queue);

@@ -9,7 +9,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_reseed(i_queue text, i_group text, i_after int DEFAULT NULL, i_limit int DEFAULT 10000)
 RETURNS TABLE (partition_id int, partition_uuid uuid, partition_name text, lease_until timestamptz)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue int;

@@ -13,7 +13,7 @@ RETURNS TABLE (queue_name text, partition_id int, partition_uuid uuid, partition
                drained boolean, until timestamptz, lease_id uuid, message_id uuid, transaction_id text,
                payload text, created_at timestamptz, delivery_attempt int, ev_id bigint)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_name text;

@@ -23,7 +23,7 @@ CREATE OR REPLACE FUNCTION pgque.group_ack(i_group text, i_transaction_ids text[
 RETURNS TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, noop boolean,
                queue_name text, partition_id int)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_n      int := coalesce(cardinality(i_transaction_ids), 0);

@@ -7,7 +7,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_lease_extend(i_lease_id uuid, i_seconds int DEFAULT 60)
 RETURNS TABLE (renewed int, expires_at timestamptz)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     IF i_seconds < 1 THEN

@@ -11,7 +11,7 @@ RETURNS TABLE (id bigint, message_id uuid, transaction_id text, partition_uuid u
                partition_name text, group_name text, error text, retry_count int, data text,
                created_at timestamptz, failed_at timestamptz, total bigint)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     IF coalesce(i_limit, 100) NOT BETWEEN 1 AND 10000 OR coalesce(i_offset, 0) < 0 THEN

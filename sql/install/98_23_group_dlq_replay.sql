@@ -9,7 +9,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_dlq_replay(i_id bigint)
 RETURNS uuid
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_dl    pgque.group_dead_letter;

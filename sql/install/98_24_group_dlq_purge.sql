@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_dlq_purge(i_queue text, i_group text DEFAULT NULL)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(i_queue);

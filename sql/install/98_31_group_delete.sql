@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_delete(i_group text, i_queue text DEFAULT NULL, i_delete_metadata boolean DEFAULT false)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_group int;

@@ -16,7 +16,7 @@
 CREATE OR REPLACE FUNCTION pgque.configure_queue(i_queue text, i_namespace text, i_task text, i_options jsonb)
 RETURNS TABLE (queue_id int, queue_name text, namespace text, task text, options jsonb)
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue;

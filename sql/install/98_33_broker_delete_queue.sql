@@ -10,7 +10,7 @@
 CREATE OR REPLACE FUNCTION pgque.broker_delete_queue(i_queue text)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(i_queue);

@@ -16,7 +16,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_rotate()
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_timeout    text := current_setting('lock_timeout');

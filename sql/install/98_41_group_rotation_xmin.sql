@@ -9,7 +9,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_rotation_xmin(i_queue_id int)
 RETURNS xid8
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT least(
         (SELECT min(pg_snapshot_xmin(gc.gc_lo)) FROM pgque.group_cursor gc WHERE gc.gc_queue = i_queue_id),

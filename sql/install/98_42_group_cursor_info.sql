@@ -11,7 +11,7 @@ RETURNS TABLE (queue_name text, group_name text, subscription_mode text, partiti
                dead_letters bigint, oldest_xmin xid8, oldest_partition text, pins_rotation boolean,
                last_active timestamptz)
 LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, g.grp_name, gs.gs_mode,
            (SELECT count(*) FROM pgque.group_cursor gc WHERE gc.gc_queue = q.queue_id AND gc.gc_group = g.grp_id),

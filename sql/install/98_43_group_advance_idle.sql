@@ -11,7 +11,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_advance_idle(i_queue_id int)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue;

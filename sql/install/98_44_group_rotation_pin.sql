@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION pgque.group_rotation_pin(i_queue_id int, i_switch xid8)
 RETURNS xid8
 LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pgque, pg_catalog
+SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_min xid8 := pgque.group_rotation_xmin(i_queue_id);
