@@ -1066,6 +1066,40 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 		}
 	}
 
+	// Broker: partitions and consumer groups (push creates queue bq).
+	call(t, wr, `SELECT count(*) FROM pgque.push(ARRAY['bq', 'bq', 'bq'], ARRAY['p1', 'p2', 'p1'],
+	             ARRAY['{"x": 1}', '{"x": 2}', '{"x": 3}']::jsonb[], ARRAY['t1', NULL, 't3'])`)
+	call(t, ad, `SELECT pgque.force_next_tick('bq')`)
+	call(t, ad, `SELECT pgque.ticker('bq')`)
+	call(t, ad, `SELECT pgque.configure_queue('bq', 'ns', 'task', '{"leaseTime": 30, "retryLimit": 0}'::jsonb)`)
+	call(t, ad, `SELECT pgque.broker_options('{"leaseTime": 30}'::jsonb)`)
+	call(t, rd, `SELECT count(*) FROM pgque.pop_list('bq', 'g1', ARRAY[1, 2], 10, 2)`)
+	call(t, rd, `SELECT count(*) FROM pgque.pop_partition('bq', 'p1', 'g3', 10)`)
+	call(t, rd, `SELECT count(*) FROM pgque.pop_by_label('ns', 'task', 'g4', 10)`)
+	call(t, rd, `SELECT count(*) FROM pgque.group_reseed('bq', 'g1')`)
+	call(t, rd, `WITH p AS (SELECT * FROM pgque.pop_any('bq', 'g2', 10, 4) WHERE message_id IS NOT NULL)
+	             SELECT count(*) FROM pgque.group_lease_extend((SELECT min(lease_id::text)::uuid FROM p), 30)`)
+	call(t, rd, `WITH p AS (SELECT * FROM pgque.pop_any('bq', 'g5', 10, 4) WHERE message_id IS NOT NULL)
+	             SELECT count(*) FROM pgque.group_ack('g5', ARRAY(SELECT transaction_id FROM p),
+	                    ARRAY(SELECT partition_uuid FROM p), ARRAY(SELECT 'dlq'::text FROM p),
+	                    ARRAY(SELECT lease_id FROM p), ARRAY(SELECT 'security test'::text FROM p))`)
+	call(t, rd, `SELECT count(*) FROM pgque.group_dlq_list('bq')`)
+	if dl := callInt(t, rd, `SELECT coalesce(min(id), 0) FROM pgque.group_dlq_list('bq')`); dl > 0 {
+		call(t, ad, `SELECT pgque.group_dlq_replay($1)`, dl)
+	} else {
+		t.Errorf("group_ack with status dlq left no dead letter")
+	}
+	call(t, ad, `SELECT pgque.group_dlq_purge('bq')`)
+	call(t, rd, `SELECT count(*) FROM pgque.group_cursor_info()`)
+	call(t, ad, `SELECT pgque.group_seek('bq', 'g1', true, NULL)`)
+	call(t, ad, `SELECT pgque.group_rotate()`)
+	call(t, ad, `SELECT pgque.group_rotation_xmin(1)`)
+	call(t, ad, `SELECT pgque.group_advance_idle(1)`)
+	call(t, ad, `SELECT pgque.group_rotation_pin(1, pg_current_xact_id())`)
+	call(t, ad, `SELECT pgque.group_delete('g1', 'bq')`)
+	call(t, ad, `SELECT pgque.group_delete('g3')`)
+	call(t, ad, `SELECT pgque.broker_delete_queue('bq')`)
+
 	// Teardown of consumers and queues.
 	call(t, rd, `SELECT pgque.unsubscribe('q', 'c1')`)
 	call(t, rd, `SELECT pgque.unregister_consumer('q', 'c2')`)
