@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/install"
-	"github.com/pgquectl/pgquectl/internal/localpg"
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
@@ -492,27 +489,14 @@ func TestUninstallBrokenInfo(t *testing.T) {
 // cluster-wide): refused while another database uses the roles, then done.
 func TestUninstallDropRoles(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts its own cluster")
-	}
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := localpg.EnsureRunning(ctx(t), localpg.Options{StateDir: filepath.Join(dir, "pg"), Fast: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Destroy(context.Background()) })
+	c := pgtest.PrivateCluster(t)
 	pgtest.Exec(t, c.DSN("postgres"), `CREATE DATABASE a`)
 	pgtest.Exec(t, c.DSN("postgres"), `CREATE DATABASE b`)
 	a, b := pgtest.Conn(t, c.DSN("a")), pgtest.Conn(t, c.DSN("b"))
 	mustInstall(t, a, install.Options{})
 	mustInstall(t, b, install.Options{})
 
-	_, err = install.Uninstall(ctx(t), a, install.UninstallOptions{DropRoles: true})
+	_, err := install.Uninstall(ctx(t), a, install.UninstallOptions{DropRoles: true})
 	if !errors.Is(err, install.ErrRolesInUse) || !strings.Contains(err.Error(), "without --drop-roles") {
 		t.Fatalf("drop roles while b uses them: %v, want ErrRolesInUse", err)
 	}
