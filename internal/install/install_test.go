@@ -254,9 +254,11 @@ func asUser(t *testing.T, dsn, user, password string) string {
 
 func uniq() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
 
-// TestNonSuperuserInstall: a NOSUPERUSER role that owns the database and has
-// CREATEROLE installs the engine, and a message makes the round trip
-// between members of pgque_writer and pgque_reader.
+// TestNonSuperuserInstall: a NOSUPERUSER role that owns the database, has
+// CREATEROLE and, as README's managed-database recipe says, ADMIN OPTION on
+// the existing pgque roles (PostgreSQL 16+ needs it) installs the engine,
+// hands the roles out, and a message makes the round trip between members
+// of pgque_writer and pgque_reader.
 func TestNonSuperuserInstall(t *testing.T) {
 	t.Parallel()
 	server := pgtest.Server(t)
@@ -277,6 +279,9 @@ func TestNonSuperuserInstall(t *testing.T) {
 	dbName := pgtest.Conn(t, dsn).Config().Database
 	pgtest.Exec(t, server, fmt.Sprintf(`ALTER DATABASE %s OWNER TO %s`, dbName, owner))
 
+	pgtest.NewDB(t) // the roles exist (the engine template made them)
+	pgtest.Exec(t, server, fmt.Sprintf(`GRANT pgque_reader, pgque_writer, pgque_admin TO %s WITH ADMIN OPTION`, owner))
+
 	ownerConn := pgtest.Conn(t, asUser(t, dsn, owner, "pw"))
 	res, err := install.Install(ctx(t), ownerConn, install.Options{})
 	if err != nil {
@@ -285,7 +290,7 @@ func TestNonSuperuserInstall(t *testing.T) {
 	if res.Action == install.ActionNone {
 		t.Fatalf("install did nothing: %+v", res)
 	}
-	pgtest.Exec(t, server, fmt.Sprintf(`GRANT pgque_writer TO %s; GRANT pgque_reader TO %s`, writer, reader))
+	pgtest.Exec(t, asUser(t, dsn, owner, "pw"), fmt.Sprintf(`GRANT pgque_writer TO %s; GRANT pgque_reader TO %s`, writer, reader))
 
 	exec := func(c *pgx.Conn, sql string, args ...any) {
 		t.Helper()
