@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # setup.sh — install what pgquectl's dev environment, tests and CI need, on
 # Debian / Ubuntu: the PostgreSQL server with pg_cron, PgQ (postgresql-NN-pgq3
-# and pgqd, the benchmark baseline) and staticcheck. Idempotent: when
-# everything is there it changes nothing (and needs no network).
+# and pgqd, the benchmark baseline), npm (scripts/pgbins.sh fetches the other
+# PostgreSQL majors of the test matrix with it) and staticcheck. Idempotent:
+# when everything is there it changes nothing (and needs no network).
 #
 #   bash scripts/setup.sh                 # as root, or a user with sudo
 #   PG_MAJOR=16 bash scripts/setup.sh     # another PostgreSQL major
@@ -24,6 +25,11 @@ for p in "${packages[@]}"; do
     fi
 done
 
+# Any npm will do (e.g. the one in NodeSource's nodejs): Debian's only when none.
+if ! command -v npm >/dev/null; then
+    missing+=(npm)
+fi
+
 if [ "${#missing[@]}" -gt 0 ]; then
     if ! command -v apt-get >/dev/null; then
         echo "setup: missing ${missing[*]} and no apt-get here: install PostgreSQL $PG_MAJOR with pg_cron by hand" >&2
@@ -38,7 +44,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     $sudo apt-get update -qq
     $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
 else
-    echo "setup: PostgreSQL $PG_MAJOR, pg_cron, PgQ and pgqd are installed"
+    echo "setup: PostgreSQL $PG_MAJOR, pg_cron, PgQ, pgqd and npm are installed"
 fi
 
 if ! command -v go >/dev/null; then

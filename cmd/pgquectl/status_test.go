@@ -195,11 +195,10 @@ func cronJobForTest(t *testing.T, engine *pgx.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	server := pgtest.Conn(t, pgtest.Server(t))
-	var ready bool
-	if err := server.QueryRow(ctx, `SELECT to_regclass('cron.job') IS NOT NULL`).Scan(&ready); err != nil || !ready {
+	if !pgtest.HasCron(t) {
 		return
 	}
+	server := pgtest.Conn(t, pgtest.Server(t))
 	var dbName string
 	if err := engine.QueryRow(ctx, `SELECT current_database()`).Scan(&dbName); err != nil {
 		t.Fatal(err)

@@ -92,9 +92,10 @@ func TestTickDryRunRegisterAndOff(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	cronServer := pgtest.RequireCron(t)
 	dsn := pgtest.NewDB(t)
 	engine := pgtest.Conn(t, dsn)
-	server := pgtest.Conn(t, pgtest.Server(t))
+	server := pgtest.Conn(t, cronServer)
 	var dbname string
 	if err := engine.QueryRow(ctx, "SELECT current_database()").Scan(&dbname); err != nil {
 		t.Fatal(err)

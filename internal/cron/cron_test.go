@@ -34,8 +34,9 @@ func newSetup(t *testing.T) setup {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
+	cronServer := pgtest.RequireCron(t)
 	dsn := pgtest.NewDB(t)
-	s := setup{ctx: ctx, dsn: dsn, engine: pgtest.Conn(t, dsn), server: pgtest.Conn(t, pgtest.Server(t))}
+	s := setup{ctx: ctx, dsn: dsn, engine: pgtest.Conn(t, dsn), server: pgtest.Conn(t, cronServer)}
 	if err := s.engine.QueryRow(ctx, "SELECT current_database()").Scan(&s.dbname); err != nil {
 		t.Fatal(err)
 	}

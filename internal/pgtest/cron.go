@@ -23,6 +23,31 @@ const sqlCronReady = `SELECT current_setting('shared_preload_libraries') ~ '(^|[
 // PGQUE_REQUIRE_CRON=1 an absent pg_cron fails the test instead.
 func RequireCron(t testing.TB) string {
 	t.Helper()
+	server, reason := cronServer(t)
+	if reason == "" {
+		return server
+	}
+	t.Skip(reason)
+	return ""
+}
+
+// HasCron tells whether pg_cron is set up on the shared server (as
+// RequireCron sees it), for a test that exercises pg_cron in one part only
+// and runs the rest without it. With PGQUE_REQUIRE_CRON=1 an absent pg_cron
+// fails the test.
+func HasCron(t testing.TB) bool {
+	t.Helper()
+	_, reason := cronServer(t)
+	if reason != "" {
+		t.Logf("%s: the pg_cron part of this test is not exercised", reason)
+	}
+	return reason == ""
+}
+
+// cronServer returns the server DSN, or why pg_cron is not usable there
+// (failing the test instead when PGQUE_REQUIRE_CRON=1).
+func cronServer(t testing.TB) (string, string) {
+	t.Helper()
 	server := Server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -30,7 +55,7 @@ func RequireCron(t testing.TB) string {
 	var ready bool
 	err := conn.QueryRow(ctx, sqlCronReady).Scan(&ready)
 	if err == nil && ready {
-		return server
+		return server, ""
 	}
 	reason := "pg_cron is not preloaded, or its extension is missing, on the test server"
 	if err != nil {
@@ -39,6 +64,5 @@ func RequireCron(t testing.TB) string {
 	if os.Getenv(EnvRequireCron) == "1" {
 		t.Fatalf("%s, and %s=1 says it must be there", reason, EnvRequireCron)
 	}
-	t.Skip(reason)
-	return ""
+	return server, reason
 }

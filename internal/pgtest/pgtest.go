@@ -1,6 +1,6 @@
 // Package pgtest gives integration tests a real PostgreSQL: a shared server
-// (PGQUE_TEST_DSN, else a throwaway local cluster with pg_cron preloaded)
-// and a fresh database per test.
+// (PGQUE_TEST_DSN, else a throwaway local cluster, with pg_cron preloaded
+// when the binaries have it) and a fresh database per test.
 //
 //	func TestSomething(t *testing.T) {
 //		t.Parallel()
@@ -12,11 +12,15 @@
 // Environment:
 //
 //	PGQUE_TEST_DSN           superuser DSN of the server to use (scripts/test.sh sets it)
+//	PGQUE_TEST_PG_BINDIR     without PGQUE_TEST_DSN: start the throwaway cluster from the
+//	                         server binaries in this directory (another PostgreSQL major,
+//	                         e.g. `bash scripts/pgbins.sh 14`), not the ones pg_config finds
 //	PGQUE_TEST_KEEP=1        keep the databases of failed tests (their DSN is logged)
 //	PGQUE_TEST_NO_TEMPLATE=1 install the engine into every NewDB instead of cloning a template
 //
-// Without PGQUE_TEST_DSN the cluster lives in $TMPDIR/pgquectl-test-<uid>,
-// is shared by every test binary and is never stopped by the tests
+// Without PGQUE_TEST_DSN the cluster lives in $TMPDIR/pgquectl-test-<uid>
+// ($TMPDIR/pgquectl-test-<uid>-pg<major> with PGQUE_TEST_PG_BINDIR), is
+// shared by every test binary and is never stopped by the tests
 // (`pgquectl dev destroy --state-dir DIR` removes it).
 package pgtest
 
@@ -41,6 +45,7 @@ import (
 // Environment variables read by this package.
 const (
 	EnvDSN        = "PGQUE_TEST_DSN"
+	EnvPGBinDir   = "PGQUE_TEST_PG_BINDIR"
 	EnvKeep       = "PGQUE_TEST_KEEP"
 	EnvNoTemplate = "PGQUE_TEST_NO_TEMPLATE"
 )
@@ -57,7 +62,36 @@ var (
 // StateDir is where the shared test cluster lives when PGQUE_TEST_DSN is
 // not set.
 func StateDir() string {
-	return filepath.Join(os.TempDir(), fmt.Sprintf("pgquectl-test-%d", os.Getuid()))
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("pgquectl-test-%d", os.Getuid()))
+	if b, err := envBinaries(); err == nil && b != nil {
+		// One cluster per major: a data directory runs on its major only.
+		dir += fmt.Sprintf("-pg%d", b.Major)
+	}
+	return dir
+}
+
+var (
+	binOnce sync.Once
+	binVal  *localpg.Binaries
+	binErr  error
+)
+
+// envBinaries returns the binaries PGQUE_TEST_PG_BINDIR names, nil when it
+// is not set.
+func envBinaries() (*localpg.Binaries, error) {
+	binOnce.Do(func() {
+		dir := os.Getenv(EnvPGBinDir)
+		if dir == "" {
+			return
+		}
+		b, err := localpg.BinariesIn(dir)
+		if err != nil {
+			binErr = fmt.Errorf("%s=%s: %w", EnvPGBinDir, dir, err)
+			return
+		}
+		binVal = &b
+	})
+	return binVal, binErr
 }
 
 // Server returns the superuser DSN of the shared test server (database
@@ -69,9 +103,14 @@ func Server(t testing.TB) string {
 			serverDSN = dsn
 			return
 		}
+		bin, err := envBinaries()
+		if err != nil {
+			serverErr = err
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		c, err := localpg.EnsureRunning(ctx, localpg.Options{StateDir: StateDir(), Fast: true})
+		c, err := localpg.EnsureRunning(ctx, localpg.Options{StateDir: StateDir(), Fast: true, Binaries: bin})
 		if err != nil {
 			serverErr = fmt.Errorf("starting the shared test cluster in %s: %w (or set %s to a superuser DSN)", StateDir(), err, EnvDSN)
 			return

@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,25 @@ func TestServerIsSuperuser(t *testing.T) {
 	}
 	if !super {
 		t.Fatal("Server() must return a superuser DSN")
+	}
+}
+
+// TestServerRunsTheChosenBinaries: with PGQUE_TEST_PG_BINDIR the shared
+// server is of that major (the version matrix relies on it).
+func TestServerRunsTheChosenBinaries(t *testing.T) {
+	t.Parallel()
+	bin, err := envBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var num int
+	var version string
+	if err := Conn(t, Server(t)).QueryRow(ctx(t), `SELECT current_setting('server_version_num')::int, current_setting('server_version')`).Scan(&num, &version); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the shared test server is PostgreSQL %s", version)
+	if bin != nil && os.Getenv(EnvDSN) == "" && num/10000 != bin.Major {
+		t.Fatalf("%s names PostgreSQL %d binaries, the server is %s", EnvPGBinDir, bin.Major, version)
 	}
 }
 

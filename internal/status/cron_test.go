@@ -16,8 +16,6 @@ import (
 
 // Statements of the cron tests (run as superuser in the cron database).
 const (
-	sqlCronReady = `SELECT current_setting('cron.database_name', true) = current_database()
-	                   AND to_regclass('cron.job') IS NOT NULL`
 	sqlScheduleIn  = `SELECT cron.schedule_in_database($1, $2, $3, $4)`
 	sqlUnschedule  = `SELECT cron.unschedule($1::bigint)`
 	sqlDeleteRuns  = `DELETE FROM cron.job_run_details WHERE jobid = $1`
@@ -37,11 +35,7 @@ const (
 func cronJob(t *testing.T, s *setup, what, schedule, command string) (jobID int64, name string, cron *pgx.Conn) {
 	t.Helper()
 	ctx := ctxT(t)
-	cron = pgtest.Conn(t, pgtest.Server(t))
-	var ready bool
-	if err := cron.QueryRow(ctx, sqlCronReady).Scan(&ready); err != nil || !ready {
-		t.Skipf("pg_cron is not set up in the test server's postgres database (%v)", err)
-	}
+	cron = pgtest.Conn(t, pgtest.RequireCron(t))
 	var dbName string
 	if err := s.conn.QueryRow(ctx, `SELECT current_database()`).Scan(&dbName); err != nil {
 		t.Fatal(err)

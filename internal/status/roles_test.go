@@ -70,6 +70,7 @@ func asUser(t *testing.T, dsn, user, password string) string {
 // and USAGE on schema cron) reads every section: all OK, nothing hidden.
 func TestMonitorRole(t *testing.T) {
 	t.Parallel()
+	pgtest.RequireCron(t) // grants USAGE on schema cron
 	s := newSetup(t)
 	dsn, role := loginRole(t, s,
 		[]string{`GRANT pg_monitor TO ROLE`, `GRANT pgque_reader TO ROLE`},
@@ -100,7 +101,7 @@ func TestMonitorRole(t *testing.T) {
 		t.Errorf("holder not visible (hidden %d): %+v", r.Xmin.Hidden, r.Xmin.Backends)
 	}
 	if !r.Cron.Settings.Loaded || !r.Cron.Access.Installed {
-		t.Skip("pg_cron not set up on the test server: cron part not exercised")
+		t.Fatalf("pg_cron is set up on the test server, yet status says: %+v", r.Cron)
 	}
 	if !r.Cron.Access.SchemaUsage || r.Cron.Access.SeesAllJobs {
 		t.Errorf("cron access: %+v", r.Cron.Access)
@@ -155,11 +156,12 @@ func TestUnprivilegedRole(t *testing.T) {
 // cron: the cron section names that grant.
 func TestMonitorRoleWithoutCronUsage(t *testing.T) {
 	t.Parallel()
+	pgtest.RequireCron(t)
 	s := newSetup(t)
 	dsn, role := loginRole(t, s, []string{`GRANT pg_monitor TO ROLE`, `GRANT pgque_reader TO ROLE`}, nil)
 	r := collect(t, collector(t, dsn, s.th, 0))
 	if !r.Cron.Settings.Loaded {
-		t.Skip("pg_cron not loaded on the test server")
+		t.Fatalf("pg_cron is loaded on the test server, yet status says: %+v", r.Cron.Settings)
 	}
 	want := "GRANT USAGE ON SCHEMA cron TO " + role
 	if r.Level != status.Unknown || !strings.Contains(r.Summary, want) {

@@ -14,7 +14,6 @@ SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(i_queue_name);
-    v_min   xid8;
     v_next  int;
 BEGIN
     -- Cheap checks first: most calls find nothing due and write nothing.
@@ -30,12 +29,15 @@ BEGIN
        OR now() - v_queue.queue_switch_time < v_queue.queue_rotation_period THEN
         RETURN 0;
     END IF;
-    SELECT min(pg_snapshot_xmin(t.tick_snapshot)) INTO v_min
-      FROM pgque.tick_need() n
-      JOIN pgque.tick t ON t.tick_queue = n.queue_id AND t.tick_id = n.cursor_tick
-     WHERE n.queue_id = v_queue.queue_id;
-    v_min := least(v_min, pgque.group_rotation_pin(v_queue.queue_id, v_queue.queue_switch_step2));  -- consumer groups (98_44)
-    IF v_min IS NOT NULL AND v_min <= v_queue.queue_switch_step2 THEN
+    -- A cursor whose tick's xmin is not above step 2 may still need the
+    -- table (EXISTS, not min(): min(xid8) only exists from PostgreSQL 15);
+    -- so may a consumer group's cursor (group_rotation_pin, 98_44).
+    IF EXISTS (SELECT 1
+                 FROM pgque.tick_need() n
+                 JOIN pgque.tick t ON t.tick_queue = n.queue_id AND t.tick_id = n.cursor_tick
+                WHERE n.queue_id = v_queue.queue_id
+                  AND pg_snapshot_xmin(t.tick_snapshot) <= v_queue.queue_switch_step2)
+       OR pgque.group_rotation_pin(v_queue.queue_id, v_queue.queue_switch_step2) <= v_queue.queue_switch_step2 THEN
         RETURN 0;
     END IF;
     v_next := (v_queue.queue_cur_table + 1) % v_queue.queue_ntables;
