@@ -40,6 +40,10 @@ func newSim(t testing.TB, o Options) *sim {
 // step runs one random operation; held is the caller's leases. It
 // returns a short description for the failure history.
 func (s *sim) step(t testing.TB, rng *rand.Rand, held *[]heldLease) string {
+	return s.stepDepth(t, rng, held, 0)
+}
+
+func (s *sim) stepDepth(t testing.TB, rng *rand.Rand, held *[]heldLease, depth int) string {
 	key := s.keys[rng.IntN(len(s.keys))]
 	group := s.groups[rng.IntN(len(s.groups))]
 	part := fmt.Sprintf("p%d", rng.IntN(s.parts))
@@ -71,7 +75,25 @@ func (s *sim) step(t testing.TB, rng *rand.Rand, held *[]heldLease) string {
 		if mode == 1 {
 			return fmt.Sprintf("pop %s[%s] %d candidates, dropped after the database", key, group, len(cands))
 		}
+		var between []string
+		if mode < 6 && depth == 0 {
+			// Other requests run between the pop-list and its check-in: a
+			// push to a candidate (the race epoch-CAS guards), or anything.
+			for n := rng.IntN(3); n >= 0; n-- {
+				if len(cands) > 0 && rng.IntN(2) == 0 {
+					c := cands[rng.IntN(len(cands))]
+					s.db.push(key, c.Name)
+					h.Mark(key, PartRef{ID: NoID, Name: c.Name}, SourcePush)
+					between = append(between, "push "+c.Name)
+				} else {
+					between = append(between, s.stepDepth(t, rng, held, 1))
+				}
+			}
+		}
 		co.CheckIn(vs)
+		if len(between) > 0 {
+			return fmt.Sprintf("pop %s[%s] %v -> [%v] -> %v", key, group, cands, strings.Join(between, "; "), vs)
+		}
 		return fmt.Sprintf("pop %s[%s] %v -> %v", key, group, cands, vs)
 	case op < 70:
 		if len(*held) == 0 {
