@@ -189,9 +189,6 @@ func (q *queue) withIndex(ref PartRef, create bool, fn func(idx uint32)) bool {
 // commit, DLQ) are also hinted to peers. Marks from push wake the queue's
 // waiters at the next wake tick; commit and DLQ wake them now.
 func (h *HotList) Mark(key string, ref PartRef, src Source) {
-	if ref.ID == 0 && ref.Name == "" && ref.UUID == "" {
-		ref.ID = NoID
-	}
 	switch {
 	case src.local():
 		h.st.marksLocal.Add(1)

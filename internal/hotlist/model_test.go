@@ -22,6 +22,10 @@ type sim struct {
 
 var tenants = []string{"t0", "t1"}
 
+// raceEnabled (set under -race) shortens the sequential model runs: the
+// race detector is for the concurrent one.
+var raceEnabled bool
+
 func newSim(t testing.TB, o Options) *sim {
 	c := newFakeClock()
 	db := newModelDB(c)
@@ -218,7 +222,11 @@ func TestModelSequential(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			var sum Stats
-			for seed := uint64(1); seed <= 3; seed++ {
+			seeds := uint64(3)
+			if raceEnabled {
+				seeds = 1
+			}
+			for seed := uint64(1); seed <= seeds; seed++ {
 				s := newSim(t, v.o)
 				rng := rand.New(rand.NewPCG(seed, 42))
 				var held []heldLease

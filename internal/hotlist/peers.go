@@ -76,14 +76,11 @@ func (h *HotList) FlushHints(ctx context.Context) int {
 }
 
 // ReceiveHints applies hints from another broker: each is a mark (source
-// peer) that wakes local waiters and is never sent on.
+// peer) that wakes local waiters and is never sent on. A hint's ID is NoID
+// when the sender did not know it (0 is a valid id).
 func (h *HotList) ReceiveHints(hints []Hint) {
 	for _, x := range hints {
-		id := x.ID
-		if id == 0 && x.Partition == "" {
-			id = NoID
-		}
 		h.st.hintsReceived.Add(1)
-		h.Mark(x.Key, PartRef{ID: id, Name: x.Partition}, SourcePeer)
+		h.Mark(x.Key, PartRef{ID: x.ID, Name: x.Partition}, SourcePeer)
 	}
 }

@@ -79,13 +79,24 @@ func (s Source) local() bool   { return s == SourcePush || s == SourceCommit || 
 func (s Source) wakeNow() bool { return s == SourceCommit || s == SourceDLQ }
 
 // PartRef names a partition by whatever the caller knows: its database id
-// (NoID when unknown), its UUID (the HTTP API's partitionId) or its name.
-// The hot-list resolves it through what it has learned.
+// (NoID when unknown — 0 is a valid id, so build refs with Named, ByUUID
+// or ByID rather than a literal that leaves ID 0), its UUID (the HTTP
+// API's partitionId) or its name. The hot-list resolves it through what it
+// has learned.
 type PartRef struct {
 	ID   int32
 	UUID string
 	Name string
 }
+
+// Named refers to a partition by name only (a push).
+func Named(name string) PartRef { return PartRef{ID: NoID, Name: name} }
+
+// ByUUID refers to a partition by its UUID only (an ack).
+func ByUUID(uuid string) PartRef { return PartRef{ID: NoID, UUID: uuid} }
+
+// ByID refers to a partition by database id and name.
+func ByID(id int32, name string) PartRef { return PartRef{ID: id, Name: name} }
 
 // Verdict kinds, the same strings the broker's pop-list returns.
 const (
