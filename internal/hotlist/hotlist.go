@@ -41,6 +41,9 @@ type queue struct {
 
 	holds   atomic.Int32 // checkouts and reseeds in progress
 	touched atomic.Bool  // the sweep's second-chance flag
+
+	wheelHint  atomic.Int64 // earliest wheel time of any ring (unix ns, 0 = none; may be early)
+	wheelParks atomic.Uint64
 }
 
 type partInfo struct {

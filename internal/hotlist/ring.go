@@ -58,6 +58,11 @@ type subRing struct {
 	nWheel     int
 	nInflight  int
 	wheel      []wheelEntry // binary min-heap on at; stale entries dropped lazily
+	// hint is the queue's earliest-wheel-time hint (never later than the
+	// truth; 0 = none), so the wake tick skips queues with nothing due
+	// without taking their locks.
+	hint  *atomic.Int64
+	parks *atomic.Uint64 // counts wheel pushes, so a hint refresh can tell it raced one
 }
 
 func newSubRing() subRing { return subRing{head: -1, tail: -1} }
@@ -187,6 +192,15 @@ func (s *subRing) nextDue() int64 {
 }
 
 func (s *subRing) push(e wheelEntry) {
+	if s.hint != nil {
+		s.parks.Add(1)
+		for {
+			cur := s.hint.Load()
+			if (cur != 0 && cur <= e.at) || s.hint.CompareAndSwap(cur, e.at) {
+				break
+			}
+		}
+	}
 	s.wheel = append(s.wheel, e)
 	i := len(s.wheel) - 1
 	for i > 0 {
@@ -249,6 +263,7 @@ func newRing(q *queue, group string, shards int) *ring {
 	r := &ring{q: q, group: group, subs: make([]subRing, shards)}
 	for i := range r.subs {
 		r.subs[i] = newSubRing()
+		r.subs[i].hint, r.subs[i].parks = &q.wheelHint, &q.wheelParks
 	}
 	return r
 }

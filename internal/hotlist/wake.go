@@ -95,20 +95,33 @@ func (h *HotList) WakeTick() int {
 	return n
 }
 
-// due reports whether some ring of q has a due wheel entry.
+// due reports whether some ring of q has a due wheel entry. The hint
+// answers without locks while nothing can be due; otherwise the rings are
+// looked at and the hint refreshed.
 func (q *queue) due(now int64) bool {
+	hint := q.wheelHint.Load()
+	if hint == 0 || hint > now {
+		return false
+	}
+	parks := q.wheelParks.Load()
 	q.mu.RLock()
 	defer q.mu.RUnlock()
+	earliest := int64(0)
 	for _, r := range q.list {
 		for i := range r.subs {
 			s := &r.subs[i]
 			s.mu.Lock()
 			at := s.nextDue()
 			s.mu.Unlock()
-			if at != 0 && at <= now {
-				return true
+			if at != 0 && (earliest == 0 || at < earliest) {
+				earliest = at
 			}
 		}
 	}
-	return false
+	// Refresh the hint only if no entry entered a wheel during the scan
+	// (it might be earlier than what the scan saw); else rescan next tick.
+	if q.wheelParks.Load() == parks {
+		q.wheelHint.CompareAndSwap(hint, earliest)
+	}
+	return earliest != 0 && earliest <= now
 }
