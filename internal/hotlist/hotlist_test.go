@@ -581,3 +581,40 @@ func TestStartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestQueueDeletedForgetsInterning(t *testing.T) {
+	e := setup(t, Options{})
+	e.rs.rows[e.key+"|g"] = []ReseedRow{{ID: 0, UUID: "u0", Name: "a"}}
+	eq(t, "seeded", e.listed(t, "g"), []string{"a"})
+	e.h.QueueDeleted(e.key)
+	if st := e.h.Stats(); st.Queues != 0 || st.Rings != 0 {
+		t.Fatalf("after delete %+v", st)
+	}
+	// Re-created: ids start over; the old id 0 must not resolve to "a".
+	e.rs.rows[e.key+"|g"] = []ReseedRow{{ID: 0, UUID: "u9", Name: "b"}}
+	eq(t, "re-created", e.listed(t, "g"), []string{"b"})
+	q := e.h.lookup(e.key)
+	q.mu.RLock()
+	idx, ok, _ := q.resolve(ByID(0, ""))
+	name := q.parts[idx].name
+	q.mu.RUnlock()
+	if !ok || name != "b" {
+		t.Fatalf("id 0 resolves to %q", name)
+	}
+}
+
+type failingPeers struct{}
+
+func (failingPeers) HasPeers() bool                          { return true }
+func (failingPeers) SendHints(context.Context, []Hint) error { return errors.New("notify failed") }
+
+func TestPeerSendFailureDropsAndCounts(t *testing.T) {
+	e := setup(t, Options{Peers: failingPeers{}, HintBatch: 10})
+	e.mark("a", "b", "c")
+	if n := e.h.FlushHints(ctxT(t)); n != 0 {
+		t.Fatalf("sent %d", n)
+	}
+	if st := e.h.Stats(); st.HintsDropped != 3 || st.HintsPending != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
