@@ -102,10 +102,22 @@ outer:
 	return co, nil
 }
 
+// Candidates lists the checked-out partitions, each once.
 func (c *checkout) Candidates() []Candidate {
-	out := make([]Candidate, len(c.items))
-	for i, it := range c.items {
-		out[i] = it.cand
+	out := make([]Candidate, 0, len(c.items))
+	ids := make(map[int32]bool, len(c.items))
+	names := make(map[string]bool, len(c.items))
+	for _, it := range c.items {
+		if (it.cand.ID != NoID && ids[it.cand.ID]) || (it.cand.Name != "" && names[it.cand.Name]) {
+			continue
+		}
+		if it.cand.ID != NoID {
+			ids[it.cand.ID] = true
+		}
+		if it.cand.Name != "" {
+			names[it.cand.Name] = true
+		}
+		out = append(out, it.cand)
 	}
 	return out
 }
@@ -122,30 +134,36 @@ func (c *checkout) CheckIn(verdicts []Verdict) {
 	c.done = true
 	defer c.q.holds.Add(-1)
 	h := c.h
-	match := make([]int, len(c.items)) // verdict index + 1
-	if len(verdicts) > 0 {
-		byID := make(map[int32]int, len(c.items))
-		byName := map[string]int{}
-		for i, it := range c.items {
-			if it.cand.ID != NoID {
-				byID[it.cand.ID] = i
-			} else {
-				byName[it.cand.Name] = i
-			}
+	// Verdicts by id and by name; a candidate known by name only is
+	// matched by name and learns its id and UUID. Every item of a
+	// partition gets its verdict (an entry interned twice, once by id and
+	// once by name, is one partition).
+	vByID := make(map[int32]int, len(verdicts))
+	vByName := make(map[string]int, len(verdicts))
+	for vi, v := range verdicts {
+		if _, ok := vByID[v.PartitionID]; !ok {
+			vByID[v.PartitionID] = vi
 		}
-		for vi, v := range verdicts {
-			i, ok := byID[v.PartitionID]
-			if !ok {
-				if i, ok = byName[v.Partition]; ok && v.Partition != "" {
-					// learn the id (and UUID) of a partition only named so far
-					c.q.withIndex(PartRef{ID: v.PartitionID, UUID: v.PartitionUUID, Name: v.Partition}, false, func(uint32) {})
-				}
-			} else if v.PartitionUUID != "" {
-				c.q.withIndex(PartRef{ID: v.PartitionID, UUID: v.PartitionUUID, Name: v.Partition}, false, func(uint32) {})
-			}
-			if ok && match[i] == 0 {
-				match[i] = vi + 1
-			}
+		if _, ok := vByName[v.Partition]; !ok && v.Partition != "" {
+			vByName[v.Partition] = vi
+		}
+	}
+	match := make([]int, len(c.items)) // verdict index + 1
+	for i, it := range c.items {
+		vi, ok := -1, false
+		if it.cand.ID != NoID {
+			vi, ok = vByID[it.cand.ID]
+		}
+		if !ok && it.cand.Name != "" {
+			vi, ok = vByName[it.cand.Name]
+		}
+		if !ok {
+			continue
+		}
+		match[i] = vi + 1
+		v := verdicts[vi]
+		if (it.cand.ID == NoID && v.PartitionID != NoID) || it.cand.Name == "" || v.PartitionUUID != "" {
+			c.q.withIndex(PartRef{ID: v.PartitionID, UUID: v.PartitionUUID, Name: v.Partition}, false, func(uint32) {})
 		}
 	}
 	now := h.now()

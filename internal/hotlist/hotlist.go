@@ -105,51 +105,60 @@ func (h *HotList) lookup(key string) *queue {
 	return h.queues[key]
 }
 
-// resolve finds a partition's index; learn reports that ref carries an id
-// or UUID the queue does not know yet. Call with q.mu held.
+// resolve finds a partition's index; learn reports that ref carries an
+// id, UUID or name the queue does not know yet. Call with q.mu held.
 func (q *queue) resolve(ref PartRef) (idx uint32, ok, learn bool) {
+	ok = false
 	if ref.ID != NoID {
-		if idx, ok = q.byID[ref.ID]; ok {
-			return idx, true, ref.UUID != "" && q.parts[idx].uuid == ""
-		}
+		idx, ok = q.byID[ref.ID]
 	}
-	if ref.UUID != "" {
-		if idx, ok = q.byUUID[ref.UUID]; ok {
-			return idx, true, ref.ID != NoID && q.parts[idx].id == NoID
-		}
+	if !ok && ref.UUID != "" {
+		idx, ok = q.byUUID[ref.UUID]
 	}
-	if ref.Name != "" {
-		if idx, ok = q.names[ref.Name]; ok {
-			p := q.parts[idx]
-			return idx, true, (ref.ID != NoID && p.id == NoID) || (ref.UUID != "" && p.uuid == "")
-		}
+	if !ok && ref.Name != "" {
+		idx, ok = q.names[ref.Name]
 	}
-	return 0, false, false
+	if !ok {
+		return 0, false, false
+	}
+	p := q.parts[idx]
+	learn = (ref.ID != NoID && p.id == NoID) || (ref.UUID != "" && p.uuid == "") || (ref.Name != "" && p.name == "")
+	return idx, true, learn
 }
 
 // intern resolves ref, adding or completing its entry. Call with q.mu
-// write-locked. ok is false when ref names nothing new it could add (no
-// name).
+// write-locked. A partition known by id only (an event that carried ids)
+// is interned without a name until a verdict or reseed row names it. ok is
+// false when ref has neither id nor name.
 func (q *queue) intern(ref PartRef) (uint32, bool) {
 	idx, ok, learn := q.resolve(ref)
 	if !ok {
-		if ref.Name == "" {
+		if ref.Name == "" && ref.ID == NoID {
 			return 0, false
 		}
 		idx = uint32(len(q.parts))
-		q.parts = append(q.parts, partInfo{name: ref.Name, id: NoID})
-		q.names[ref.Name] = idx
-		learn = ref.ID != NoID || ref.UUID != ""
+		q.parts = append(q.parts, partInfo{id: NoID})
+		learn = true
 	}
 	if learn {
 		p := &q.parts[idx]
 		if ref.ID != NoID && p.id == NoID {
 			p.id = ref.ID
-			q.byID[ref.ID] = idx
+			if _, dup := q.byID[ref.ID]; !dup {
+				q.byID[ref.ID] = idx
+			}
 		}
 		if ref.UUID != "" && p.uuid == "" {
 			p.uuid = ref.UUID
-			q.byUUID[ref.UUID] = idx
+			if _, dup := q.byUUID[ref.UUID]; !dup {
+				q.byUUID[ref.UUID] = idx
+			}
+		}
+		if ref.Name != "" && p.name == "" {
+			p.name = ref.Name
+			if _, dup := q.names[ref.Name]; !dup {
+				q.names[ref.Name] = idx
+			}
 		}
 	}
 	return idx, true

@@ -88,6 +88,12 @@ func (db *modelDB) push(key, name string) int32 {
 	return p.id
 }
 
+func (db *modelDB) nameOf(key string, id int32) string {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.queue(key).byID[id].name
+}
+
 func (db *modelDB) cursor(q *mQueue, group string, id int32) *mCursor {
 	g := q.groups[group]
 	if g == nil {
@@ -264,12 +270,14 @@ func lost(t testing.TB, h *HotList, db *modelDB) []string {
 				if p.msgs <= pos {
 					continue
 				}
-				idx, ok := q.names[p.name]
 				st := stIdle
-				if ok {
-					s, sp := r.locate(idx)
+				for i, pi := range q.parts { // every entry of the partition (by name, by id)
+					if pi.name != p.name && pi.id != p.id {
+						continue
+					}
+					s, sp := r.locate(uint32(i))
 					s.mu.Lock()
-					if int(sp) < len(s.slots) {
+					if int(sp) < len(s.slots) && s.slots[sp].state != stIdle {
 						st = s.slots[sp].state
 					}
 					s.mu.Unlock()
