@@ -482,6 +482,26 @@ func (h *HotList) forgetRing(key, group string) bool {
 	return q.dropRing(group)
 }
 
+// Invalidate forgets every ring of key (not its interning): for a change
+// of pending work the caller cannot name by partition. The next pop of
+// each group reseeds from the database. It returns how many rings it
+// dropped.
+func (h *HotList) Invalidate(key string) int {
+	q := h.lookup(key)
+	if q == nil {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for g := range q.rings {
+		if q.dropRing(g) {
+			n++
+		}
+	}
+	return n
+}
+
 // QueueDeleted forgets everything about key, interning included (a queue
 // created again gets new partition ids).
 func (h *HotList) QueueDeleted(key string) {

@@ -618,3 +618,16 @@ func TestPeerSendFailureDropsAndCounts(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+func TestInvalidateReseedsEveryGroup(t *testing.T) {
+	e := setup(t, Options{})
+	e.listed(t, "g1")
+	e.listed(t, "g2")
+	e.rs.rows[e.key+"|g1"] = []ReseedRow{{ID: 3, Name: "c"}}
+	e.rs.rows[e.key+"|g2"] = []ReseedRow{{ID: 4, Name: "d"}}
+	if n := e.h.Invalidate(e.key); n != 2 {
+		t.Fatalf("dropped %d", n)
+	}
+	eq(t, "g1", e.listed(t, "g1"), []string{"c"})
+	eq(t, "g2", e.listed(t, "g2"), []string{"d"})
+}
