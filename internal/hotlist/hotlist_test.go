@@ -518,8 +518,7 @@ func TestTraceAndSummaryLog(t *testing.T) {
 	e.listed(t, "g")
 	e.mark("a")
 	e.h.Mark(Key("t", "other"), PartRef{ID: NoID, Name: "b"}, SourcePush)
-	prev := e.h.LogStats(Stats{})
-	_ = prev
+	e.h.LogStats(Stats{})
 	mu.Lock()
 	out := buf.String()
 	mu.Unlock()
