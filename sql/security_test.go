@@ -1077,9 +1077,9 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	call(t, rd, `SELECT count(*) FROM pgque.pop_partition('bq', 'p1', 'g3', 10)`)
 	call(t, rd, `SELECT count(*) FROM pgque.pop_by_label('ns', 'task', 'g4', 10)`)
 	call(t, rd, `SELECT count(*) FROM pgque.group_reseed('bq', 'g1')`)
-	call(t, rd, `WITH p AS (SELECT * FROM pgque.pop_any('bq', 'g2', 10, 4) WHERE message_id IS NOT NULL)
+	call(t, rd, `WITH p AS (SELECT * FROM pgque.pop_any('bq', 'g2', 10, 4, NULL, false, 'all') WHERE message_id IS NOT NULL)
 	             SELECT count(*) FROM pgque.group_lease_extend((SELECT min(lease_id::text)::uuid FROM p), 30)`)
-	call(t, rd, `WITH p AS (SELECT * FROM pgque.pop_any('bq', 'g5', 10, 4) WHERE message_id IS NOT NULL)
+	call(t, rd, `WITH p AS (SELECT * FROM pgque.pop_any('bq', 'g5', 10, 4, NULL, false, 'all') WHERE message_id IS NOT NULL)
 	             SELECT count(*) FROM pgque.group_ack('g5', ARRAY(SELECT transaction_id FROM p),
 	                    ARRAY(SELECT partition_uuid FROM p), ARRAY(SELECT 'dlq'::text FROM p),
 	                    ARRAY(SELECT lease_id FROM p), ARRAY(SELECT 'security test'::text FROM p))`)
@@ -1099,6 +1099,10 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	call(t, ad, `SELECT pgque.group_delete('g1', 'bq')`)
 	call(t, ad, `SELECT pgque.group_delete('g3')`)
 	call(t, ad, `SELECT pgque.broker_delete_queue('bq')`)
+	// Reached by ticker() only when a tick met a producer that had no xid
+	// yet (a race): called directly, as the superuser the function's owner
+	// is here, so the planted look-alikes get their chance.
+	call(t, notices.conn(t, dsn, ""), `SELECT pgque.has_events_since(q.queue_id, pg_catalog.pg_current_snapshot()) FROM pgque.queue q`)
 
 	// Teardown of consumers and queues.
 	call(t, rd, `SELECT pgque.unsubscribe('q', 'c1')`)

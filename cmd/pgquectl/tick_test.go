@@ -37,7 +37,7 @@ func TestTickUsage(t *testing.T) {
 		{[]string{"tick", "--hz", "100", "--period", "10ms"}, "not both"},
 		{[]string{"tick", "--period", "0s"}, "out of range"},
 		{[]string{"tick", "--period", "1500us"}, "whole number of milliseconds"},
-		{[]string{"tick", "--period", "-5ms"}, "out of range"},
+		{[]string{"tick", "--period", "-5ms"}, "must not be negative"},
 		{[]string{"tick", "--hz", "100", "--rotation-period", "1500us"}, "--rotation-period"},
 		{[]string{"tick", "--off", "--hz", "10"}, "--off"},
 		{[]string{"tick", "--run", "--dry-run", "--hz", "10"}, "do not go together"},

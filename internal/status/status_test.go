@@ -101,7 +101,7 @@ func TestFreshInstallAllOK(t *testing.T) {
 	if !r.WAL.Sampled || r.WAL.Rate == nil || r.WAL.Rate.Seconds < 0.2 {
 		t.Errorf("WAL not sampled over 200ms: %+v", r.WAL)
 	}
-	if len(r.Bloat.Families) != 2 { // tick and subscription; no event tables without queues
+	if len(r.Bloat.Families) != 3 { // tick, subscription and group cursor; no event tables without queues
 		t.Errorf("bloat families: %+v", r.Bloat.Families)
 	}
 	for _, name := range []string{"engine", "xmin horizon", "ticking", "notify queue", "connections", "wal rate", "dead tuples tick", "dead tuples subscription"} {

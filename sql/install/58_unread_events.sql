@@ -5,7 +5,10 @@
 --   committed events whose id the tick already counted but whose
 --   transaction it did not see (it committed after the tick): counted
 --   exactly, by probing the ev_txid index for the tick's in-progress xids
---   and the txids from its xmax up to the next tick's xmax.
+--   and the txids from its xmax up to the next tick's xmax. Retried events
+--   moved back (ev_retry set) are left out there: maint_retry_events
+--   advances the event sequence by the rows it moves, so the first term
+--   counts them already.
 -- So a committed event never shows as 0 pending just because it committed
 -- after the tick that numbered it. NULL when the queue or tick is unknown.
 -- Returns: bigint. Locks: none (reads). Called by: get_queue_info,
@@ -36,7 +39,7 @@ BEGIN
     FOR v_t IN 0 .. v_queue.queue_ntables - 1 LOOP
         EXECUTE format('SELECT count(*) FROM %s e '
                        'WHERE (e.ev_txid = ANY ($1) OR (e.ev_txid >= $2 AND ($3::xid8 IS NULL OR e.ev_txid < $3))) '
-                       'AND e.ev_id <= $4 AND NOT pg_visible_in_snapshot(e.ev_txid, $5)',
+                       'AND e.ev_id <= $4 AND e.ev_retry IS NULL AND NOT pg_visible_in_snapshot(e.ev_txid, $5)',
                        pgque.event_table(i_queue_id, v_t))
            INTO v_n
           USING ARRAY(SELECT pg_snapshot_xip(v_snap)), pg_snapshot_xmax(v_snap), v_upto, v_seq, v_snap;
