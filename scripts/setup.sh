@@ -11,7 +11,9 @@ set -euo pipefail
 
 PG_MAJOR="${PG_MAJOR:-15}"
 STATICCHECK_VERSION="${STATICCHECK_VERSION:-v0.8.2}"
-packages=("postgresql-$PG_MAJOR" "postgresql-$PG_MAJOR-cron" "postgresql-$PG_MAJOR-pgq3" pgqd)
+# postgresql-server-dev: scripts/pgcron16.sh builds pg_cron 1.6 against it
+# (installing it may upgrade the server package: do it before any cluster starts).
+packages=("postgresql-$PG_MAJOR" "postgresql-$PG_MAJOR-cron" "postgresql-$PG_MAJOR-pgq3" pgqd "postgresql-server-dev-$PG_MAJOR")
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then

@@ -32,6 +32,15 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/lint.sh
 
+# pg_cron 1.6 (what managed providers run): a private PostgreSQL 15 tree built
+# from the third-party tarball, for the tests of the 1.5+ ticker handover.
+# Without the tarball pgcron16.sh prints nothing and those tests skip.
+if [ -z "${PGQUE_PGCRON16_BINDIR:-}" ]; then
+    PGQUE_PGCRON16_BINDIR="$(bash scripts/pgcron16.sh)"
+fi
+export PGQUE_PGCRON16_BINDIR
+echo "== pg_cron 1.6 tree: ${PGQUE_PGCRON16_BINDIR:-absent (its tests skip)}"
+
 majors="${PGQUE_TEST_MAJORS-14 16 17 18}"
 jobs="${PGQUE_TEST_MATRIX_JOBS:-1}"
 matrix_pkgs=(./sql/ ./internal/install/ ./internal/status/ ./internal/ticker/ ./internal/pgtest/)
