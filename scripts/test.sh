@@ -154,4 +154,10 @@ fi
 
 echo "== summary ($((SECONDS - start))s of tests)"
 printf '%s\n' "${results[@]}"
+# One plain closing line over all legs: "tests: N passed, N failed, N skipped".
+printf '%s\n' "${results[@]}" | awk '
+    match($0, /[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped/) {
+        split(substr($0, RSTART, RLENGTH), f, /[ ,]+/); p += f[1]; x += f[3]; s += f[5]
+    }
+    END { printf "tests: %d passed, %d failed, %d skipped\n", p, x, s }'
 exit "$failed"
