@@ -1246,8 +1246,19 @@ CREATE VIEW pgque.engine_version AS SELECT '0.1.0'::text AS version, pgque.spy()
 		if n := countEngine(t, su); n != 0 {
 			t.Errorf("%d engine functions installed after the refusal", n)
 		}
-		// Without the foreign schema the same role installs, and re-installs.
+		// Without the foreign schema the same role installs, and re-installs,
+		// once it may hand out the (cluster-wide) pgque roles: README's
+		// managed-database recipe.
 		if _, err := su.Exec(ctxT(t), `DROP SCHEMA pgque`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := su.Exec(ctxT(t), `DO $$BEGIN
+    CREATE ROLE pgque_reader NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END$$;
+DO $$BEGIN CREATE ROLE pgque_writer NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END$$;
+DO $$BEGIN CREATE ROLE pgque_admin NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END$$;`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := su.Exec(ctxT(t), fmt.Sprintf(`GRANT pgque_reader, pgque_writer, pgque_admin TO %s WITH ADMIN OPTION`, installer)); err != nil {
 			t.Fatal(err)
 		}
 		for _, reinstall := range []bool{false, true} {

@@ -4,6 +4,7 @@
 -- has not yet reached every partition (a later first contact seeds from
 -- it). NULL when the queue has no groups. maint_rotate_tables_step1 keeps
 -- the old event table while this is at or below the previous switch.
+-- (ORDER BY ... LIMIT 1, not min(): min(xid8) only exists from PostgreSQL 15.)
 -- Returns: xid8. Locks: none. Called by: group_rotation_pin,
 -- group_cursor_info.
 CREATE OR REPLACE FUNCTION pgque.group_rotation_xmin(i_queue_id int)
@@ -12,12 +13,14 @@ LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT least(
-        (SELECT min(pg_snapshot_xmin(gc.gc_lo)) FROM pgque.group_cursor gc WHERE gc.gc_queue = i_queue_id),
-        (SELECT min(pg_snapshot_xmin(gs.gs_lo)) FROM pgque.group_subscription gs
+        (SELECT pg_snapshot_xmin(gc.gc_lo) FROM pgque.group_cursor gc WHERE gc.gc_queue = i_queue_id
+          ORDER BY 1 LIMIT 1),
+        (SELECT pg_snapshot_xmin(gs.gs_lo) FROM pgque.group_subscription gs
           WHERE gs.gs_queue = i_queue_id
             AND EXISTS (SELECT 1 FROM pgque.partition p
                          WHERE p.part_queue = i_queue_id
                            AND NOT EXISTS (SELECT 1 FROM pgque.group_cursor gc
                                             WHERE gc.gc_queue = i_queue_id AND gc.gc_group = gs.gs_group
-                                              AND gc.gc_partition = p.part_id))));
+                                              AND gc.gc_partition = p.part_id))
+          ORDER BY 1 LIMIT 1));
 $$;
