@@ -3,8 +3,10 @@
 -- Subscriptions (updated per batch), first: when the current child holds
 -- garbage - it was updated since its rows moved in and has grown past the
 -- pages its live rows need, which happens when a held xmin stops HOT
--- pruning - and either meta_rotation_ms() has passed or it has grown by
--- meta_rotation_max_pages, its rows move to the next child, which becomes
+-- pruning - and either meta_rotation_ms() has passed, it has grown by
+-- meta_rotation_max_pages, or 150 transaction ids were assigned since its
+-- rows moved in (the update volume, counted without writing: this
+-- session's pgque.rotation_xid), its rows move to the next child, which becomes
 -- current, and the old child is TRUNCATEd in the same transaction (its
 -- garbage is gone at once, no old child waits for a later call). A
 -- non-current child that still has pages (live rows stranded there by a
@@ -21,8 +23,9 @@
 -- many are needed, those are moved to the current child first and the
 -- truncate follows in a later call.
 -- Lock waits are bounded: 20 ms, doubled after each call that gave up on a
--- busy table, up to 160 ms; after such a call the next attempt comes no
--- sooner than 3 times the wait later (the calls in between return 0). A
+-- busy table, up to 160 ms; after a second such call in a row the next
+-- attempt comes no sooner than 3 times the wait later (the calls in
+-- between return 0). A
 -- queued lock waits only for the statements already holding the table
 -- (new ones queue behind it), but on a loaded machine a consumer's
 -- statement holds it for tens of ms, so a short fixed wait starves the
@@ -42,6 +45,9 @@ DECLARE
     c_need_sql constant text :=
         'SELECT count(*), count(*) FILTER (WHERE t.tick_id >= n.min_tick) '
         '  FROM %s t LEFT JOIN pgque.tick_need() n ON n.queue_id = t.tick_queue';
+    -- Rotate once this many transaction ids were assigned since the rows
+    -- moved in: well inside the 500 dead tuples the table is allowed.
+    c_xid_budget constant bigint := 150;
     v_timeout   text := current_setting('lock_timeout');
     v_done      int := 0;
     v_period_ms int := pgque.meta_rotation_ms();
@@ -61,6 +67,8 @@ DECLARE
     v_gens      smallint[];
     v_misses    int;
     v_wait_ms   int;
+    v_xmax      bigint;
+    v_mark      text[];
     v_missed    boolean := false;
 BEGIN
     -- One rotation at a time (ticker_loop, cron and the daemon may all call
@@ -70,9 +78,10 @@ BEGIN
     END IF;
     -- Back-off after calls that gave up on a busy table (this session's
     -- pgque.rotation_misses / pgque.rotation_retry_at; writes nothing): the
-    -- wait doubles, and the next attempt waits 3 times as long as the last
-    -- one did, so consumers spend at most ~1/4 of their time queued behind
-    -- a rotation that cannot get its lock (a transaction holding the table).
+    -- wait doubles, and from the second miss on the next attempt waits 3
+    -- times as long as the last one did, so consumers spend at most ~1/4 of
+    -- their time queued behind a rotation that cannot get its lock (a
+    -- transaction holding the table for long).
     v_misses := coalesce(nullif(current_setting('pgque.rotation_misses', true), '')::int, 0);
     IF v_misses > 0 AND extract(epoch FROM clock_timestamp()) * 1000
          < coalesce(nullif(current_setting('pgque.rotation_retry_at', true), '')::float8, 0) THEN
@@ -93,10 +102,21 @@ BEGIN
         -- cost no WAL.
         v_live_pages := ceil(v_live / 30.0)::int;
         v_pages := pg_relation_size(v_tbl::regclass) / current_setting('block_size')::bigint;
+        -- Update volume since the rows moved in, counted cheaply: the
+        -- transaction ids assigned since then (each consumer write is one;
+        -- other writers make it an over-estimate), remembered per session
+        -- with the generation it belongs to.
+        v_xmax := pg_snapshot_xmax(pg_current_snapshot())::text::bigint;
+        v_mark := string_to_array(current_setting('pgque.rotation_xid', true), ':');
+        IF cardinality(v_mark) IS DISTINCT FROM 2 OR v_mark[1] <> v_cur::text THEN
+            v_mark := ARRAY[v_cur::text, v_xmax::text];
+            PERFORM set_config('pgque.rotation_xid', array_to_string(v_mark, ':'), false);
+        END IF;
         v_rotate := v_dirty
             AND v_pages > v_live_pages + 1
             AND (v_oldest <= now() - make_interval(secs => v_period_ms / 1000.0)
-                 OR v_pages >= v_max_pages + v_live_pages);
+                 OR v_pages >= v_max_pages + v_live_pages
+                 OR v_xmax - v_mark[2]::bigint >= c_xid_budget);
         SELECT coalesce(array_agg(g ORDER BY g), '{}')
           INTO v_gens
           FROM generate_series(0, 2) g
@@ -109,6 +129,7 @@ BEGIN
             v_new := v_cur;
             IF v_rotate THEN
                 v_new := (nextval('pgque.subscription_gen_seq') % 3)::smallint;
+                PERFORM set_config('pgque.rotation_xid', v_new || ':' || v_xmax, false);
             END IF;
             FOREACH v_x IN ARRAY v_gens LOOP
                 CONTINUE WHEN v_x = v_new;
@@ -152,7 +173,7 @@ BEGIN
     END;
 
     PERFORM set_config('pgque.rotation_misses', CASE WHEN v_missed THEN least(v_misses + 1, 3) ELSE 0 END::text, false);
-    IF v_missed THEN
+    IF v_missed AND v_misses > 0 THEN
         PERFORM set_config('pgque.rotation_retry_at', (extract(epoch FROM clock_timestamp()) * 1000 + 3 * v_wait_ms)::text, false);
     END IF;
     PERFORM set_config('lock_timeout', v_timeout, true);
