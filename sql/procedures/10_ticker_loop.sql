@@ -2,9 +2,9 @@
 -- COMMITs after each round - every tick is its own short transaction, so the
 -- loop never holds the xmin horizon - and sleeps to the next boundary of the
 -- shortest tick period in use (epoch-aligned: no drift; 1 s rounds with
--- classic thresholds, ticker_classic_loop_ms). Every 200 ms it also rotates
+-- classic thresholds, ticker_classic_loop_ms). Every 100 ms it also rotates
 -- the tick/subscription tables, every second it confirms event-table switches
--- (step 2); each in its own transaction (first 200 ms / 1 s into a run,
+-- (step 2); each in its own transaction (first 100 ms / 1 s into a run,
 -- so the first round after a handover only ticks).
 -- Liveness: a run ticks only while it holds the session advisory lock
 -- (1885827445, 5) (internal/locks.TickerLoop), from before its first round
@@ -135,7 +135,7 @@ BEGIN
     -- Rotation and step 2 keep their cadence across a handover: not in
     -- the first round, which only ticks.
     v_next_cfg := v_now;
-    v_next_meta := v_now OPERATOR(pg_catalog.+) interval '200 milliseconds';
+    v_next_meta := v_now OPERATOR(pg_catalog.+) interval '100 milliseconds';
     v_next_sw := v_now OPERATOR(pg_catalog.+) interval '1 second';
     v_planned := v_now;
     LOOP
@@ -176,7 +176,7 @@ BEGIN
                 RAISE WARNING 'pgque: rotate_metadata() failed: % (%)', SQLERRM, SQLSTATE;
             END;
             COMMIT;
-            v_next_meta := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) interval '200 milliseconds';
+            v_next_meta := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) interval '100 milliseconds';
             IF v_debug OPERATOR(pg_catalog.>) 0 THEN
                 v_t_meta := pg_catalog.clock_timestamp();
             END IF;
