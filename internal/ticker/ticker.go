@@ -107,7 +107,7 @@ type Config struct {
 	// MaintPeriod between maintenance rounds (retry draining, pgque.maint());
 	// default 1 s.
 	MaintPeriod time.Duration
-	// MetaPeriod between calls of pgque.rotate_metadata(); default 200 ms
+	// MetaPeriod between calls of pgque.rotate_metadata(); default 100 ms (as ticker_loop)
 	// (as ticker_loop()).
 	MetaPeriod time.Duration
 	// RetryBudget bounds one round of draining retries; default 200 ms.
@@ -143,7 +143,7 @@ func (c *Config) defaults() error {
 		}
 	}
 	def(&c.MaintPeriod, time.Second)
-	def(&c.MetaPeriod, 200*time.Millisecond)
+	def(&c.MetaPeriod, 100*time.Millisecond)
 	def(&c.RetryBudget, 200*time.Millisecond)
 	def(&c.StandbyPoll, 200*time.Millisecond)
 	def(&c.LoopPoll, 125*time.Millisecond)
