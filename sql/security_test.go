@@ -1102,13 +1102,21 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	// Reached by ticker() only when a tick met a producer that had no xid
 	// yet (a race): called directly, as the superuser the function's owner
 	// is here, so the planted look-alikes get their chance.
-	call(t, notices.conn(t, dsn, ""), `SELECT pgque.has_events_since(q.queue_id, pg_catalog.pg_current_snapshot()) FROM pgque.queue q`)
+	suc := notices.conn(t, dsn, "")
+	call(t, suc, `SELECT pgque.has_events_since(q.queue_id, pg_catalog.pg_current_snapshot()) FROM pgque.queue q`)
 
 	// Teardown of consumers and queues.
 	call(t, rd, `SELECT pgque.unsubscribe('q', 'c1')`)
 	call(t, rd, `SELECT pgque.unregister_consumer('q', 'c2')`)
 	call(t, ad, `SELECT pgque.drop_queue('q', true)`)
 	call(t, ad, `SELECT pgque.drop_queue('q2', true)`)
+
+	// End the sessions: a backend reports its function statistics when it
+	// exits (PostgreSQL 14 keeps up to 500 ms of them pending otherwise,
+	// and uncoveredFunctions reads pg_stat_user_functions).
+	for _, c := range []*pgx.Conn{ad, wr, rd, suc} {
+		_ = c.Close(ctxT(t))
+	}
 }
 
 // uncoveredFunctions lists the pgque functions the surface never called
