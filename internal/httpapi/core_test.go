@@ -136,3 +136,56 @@ func TestPopQueryValidation(t *testing.T) {
 		t.Fatalf("pop after bad pops: %+v", p)
 	}
 }
+
+// Without the broker's tick (and without pg_cron here) a push is not
+// poppable: the tick after the push is what makes it so.
+func TestBrokerDrivenTick(t *testing.T) {
+	e := setup(t)
+	off := e.start(httpapi.Config{NoAutoTick: true})
+	off.push(item("q", "", 1, ""))
+	if p := off.pop("/api/v1/pop/queue/q"); p != nil {
+		t.Fatalf("poppable without any tick: %+v", p)
+	}
+	on := e.start(httpapi.Config{})
+	ticks := e.int(`SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = 'q'`)
+	on.push(item("q", "", 2, ""))
+	p := on.pop("/api/v1/pop/queue/q?batch=10")
+	if p == nil || len(p.Messages) != 2 {
+		t.Fatalf("pop after a push through the ticking broker: %+v", p)
+	}
+	if n := e.int(`SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = 'q'`); n != ticks+1 {
+		t.Fatalf("ticks: %d, want %d", n, ticks+1)
+	}
+}
+
+// Many pushes to one queue at once while ticks are coalesced (at most one
+// in flight per queue, one more for requests meanwhile): no push is left
+// invisible by the coalescing.
+func TestBrokerTicksCoalesce(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{})
+	b.push(item("q", "", 0, ""))
+	before := e.int(`SELECT count(*) FROM pgque.tick`)
+	done := make(chan struct{})
+	for i := 0; i < 20; i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			b.push(item("q", fmt.Sprint("p", i), 1, ""))
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		<-done
+	}
+	got := 0
+	for i := 0; i < 50 && got < 21; i++ {
+		if p := b.pop("/api/v1/pop/queue/q?batch=100&partitions=100&autoAck=true"); p != nil {
+			got += len(p.Messages)
+		}
+	}
+	if got != 21 {
+		t.Fatalf("popped %d, want 21", got)
+	}
+	if n := e.int(`SELECT count(*) FROM pgque.tick`) - before; n < 1 {
+		t.Fatalf("%d ticks for 20 pushes", n)
+	}
+}

@@ -270,3 +270,17 @@ func payloadN(m msg) int {
 	_ = json.Unmarshal(m.Data, &v)
 	return v.N
 }
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+func jsonUnmarshal(b []byte, v any) error          { return json.Unmarshal(b, v) }
+
+// grepMetrics keeps the pgque_ lines of a metrics page.
+func grepMetrics(page []byte) string {
+	var out []string
+	for _, l := range strings.Split(string(page), "\n") {
+		if strings.HasPrefix(l, "pgque_") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
