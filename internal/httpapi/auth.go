@@ -56,7 +56,7 @@ func (s *Server) authorize(r *http.Request, need access) (string, error) {
 		jwt.WithValidMethods([]string{"HS256", "HS384", "HS512"})); err != nil {
 		return "", errAuthRequired
 	}
-	if strings.ContainsRune(c.Tenant, 0x1f) {
+	if strings.Contains(c.Tenant, tenantSep) || strings.ContainsRune(c.Tenant, 0x1f) {
 		return "", errAuthRequired
 	}
 	roles := c.Roles

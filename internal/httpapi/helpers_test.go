@@ -272,7 +272,7 @@ func payloadN(m msg) int {
 }
 
 func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
-func jsonUnmarshal(b []byte, v any) error          { return json.Unmarshal(b, v) }
+func jsonUnmarshal(b []byte, v any) error         { return json.Unmarshal(b, v) }
 
 // grepMetrics keeps the pgque_ lines of a metrics page.
 func grepMetrics(page []byte) string {

@@ -32,7 +32,7 @@ func newMetrics(s *Server) *metrics {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgque_http_requests_total",
 		Help: "HTTP requests by route, method and status code."}, []string{"route", "method", "code"})
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pgque_http_request_duration_seconds",
-		Help: "HTTP request latency by route (long-poll waits included).",
+		Help:    "HTTP request latency by route (long-poll waits included).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"route"})
 	m.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgque_pop_verdicts_total",
 		Help: "Pop-list verdicts per evaluated candidate partition (took, empty, leased)."}, []string{"verdict"})

@@ -81,4 +81,3 @@ func (p *peerListener) handle(n *pgconn.Notification) {
 	}
 	p.onHint(queue)
 }
-

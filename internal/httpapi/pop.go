@@ -138,9 +138,9 @@ func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// labelSep joins a tenant and a namespace / task label (labels may not
-// hold control characters, so not the queue name's 0x1f).
-const labelSep = "\u241f"
+// labelSep joins a tenant and a namespace / task label, as tenantSep
+// joins a tenant and a queue name.
+const labelSep = tenantSep
 
 // labelFor scopes a namespace / task label to a tenant ("" stays "").
 func labelFor(tenant, label string) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -11,11 +12,11 @@ import (
 type access int
 
 const (
-	public    access = iota // no token needed (operations endpoints)
-	readSet                 // read-only, read-write, admin
-	writeSet                // write-only, read-write, admin
-	rwSet                   // read-write, admin
-	adminSet                // admin
+	public   access = iota // no token needed (operations endpoints)
+	readSet                // read-only, read-write, admin
+	writeSet               // write-only, read-write, admin
+	rwSet                  // read-write, admin
+	adminSet               // admin
 )
 
 // route is one line of the route table.
@@ -115,7 +116,12 @@ func (s *Server) wrap(rt route) http.Handler {
 		if err == nil {
 			if tenant == "" && s.cfg.TenantHeader != "" && len(s.cfg.AuthSecret) == 0 {
 				tenant = r.Header.Get(s.cfg.TenantHeader)
+				if strings.Contains(tenant, tenantSep) || strings.ContainsRune(tenant, 0x1f) {
+					err = badRequest("the tenant header must not contain U+241F or 0x1f")
+				}
 			}
+		}
+		if err == nil {
 			r = r.WithContext(context.WithValue(r.Context(), tenantKey, tenant))
 			err = rt.handle(s, w, r)
 		}

@@ -94,7 +94,7 @@ func TestAckStatusesRetryLimitDLQ(t *testing.T) {
 			FailedAt      string `json:"failedAt"`
 		} `json:"messages"`
 		Pagination struct{ Limit, Offset int } `json:"pagination"`
-		Total      int                          `json:"total"`
+		Total      int                         `json:"total"`
 	}
 	b.must(200, "GET", "/api/v1/dlq?queue=q&limit=10", nil, &dl)
 	if dl.Total != 2 || len(dl.Messages) != 2 || dl.Pagination.Limit != 10 {
@@ -408,8 +408,11 @@ func TestOddNamesAndBigInputs(t *testing.T) {
 	if n := e.events("big"); n != 10000 {
 		t.Fatalf("events: %d", n)
 	}
-	if code, _, _ := b.do("GET", "/api/v1/pop/queue/"+pathEscape("a\x1fb"), nil); code != 400 {
-		t.Fatalf("queue name with 0x1f: %d", code)
+	if code, _, _ := b.do("GET", "/api/v1/pop/queue/"+pathEscape("a\u241fb"), nil); code != 400 {
+		t.Fatalf("queue name with U+241F: %d", code)
+	}
+	if code, _, _ := b.do("POST", "/api/v1/push", map[string]any{"items": []any{item("a\x01b", "", 1, "")}}); code != 400 {
+		t.Fatalf("queue name with a control character: %d", code)
 	}
 }
 
