@@ -15,12 +15,14 @@ import (
 // so no queue name collides with it.
 const notifyChannel = "pgque.broker"
 
-// tickSQL makes a tick of one queue now (the forced flag makes it due
-// whatever its period) and, in the same transaction, tells the other
-// brokers which gate to open: the notification is delivered at commit,
-// when the tick is visible.
+// tickSQL ticks one queue now: ticker(queue) when the queue is due anyway,
+// else force_next_tick + ticker (the forced flag makes it due whatever its
+// thresholds; the CTE runs only when the first ticker returned NULL, so a
+// due queue costs no queue-row UPDATE). In the same transaction it tells
+// the other brokers which gate to open: the notification is delivered at
+// commit, when the tick is visible. Needs pgque_admin (ticker, force).
 const tickSQL = `WITH f AS MATERIALIZED (SELECT pgque.force_next_tick($1) AS t)
-SELECT pgque.ticker($1), pg_notify('` + notifyChannel + `', $2) FROM f`
+SELECT coalesce(pgque.ticker($1), (SELECT pgque.ticker($1) FROM f)), pg_notify('` + notifyChannel + `', $2)`
 
 // queueTicker ticks a queue right after a push through this broker
 // committed, so the pushed messages are poppable without waiting for

@@ -131,6 +131,18 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, map[string]any{"success": false, "reason": "operation_failed", "error": msg, "results": []any{}})
 		return nil
 	}
+	committed := map[string]bool{}
+	for _, p := range pushed {
+		committed[p.Queue] = true
+	}
+	for _, a := range acked {
+		if a.Queue != "" {
+			committed[a.Queue] = true
+		}
+	}
+	for q := range committed {
+		s.cands.Note(broker.Event{Kind: broker.EventCommitted, Queue: q})
+	}
 	s.afterPush(pushed)
 	s.afterAcks(acked, ackedItems)
 	if results == nil {
