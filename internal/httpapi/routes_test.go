@@ -187,6 +187,7 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 			Success   bool   `json:"success"`
 			MessageID string `json:"messageId"`
 			QueueName string `json:"queueName"`
+			Noop      *bool  `json:"noop"`
 		} `json:"results"`
 	}
 	// Rollback: a push then an ack with a wrong lease → nothing pushed,
@@ -201,6 +202,18 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	}
 	if n := e.int(`SELECT count(*) FROM pgque.queue WHERE queue_name = 'out'`); n != 0 {
 		t.Fatalf("a rolled-back transaction created the queue")
+	}
+	// A valid ack then a failing push (a 10 kB partition name) → the ack
+	// is rolled back too: acking again works and is not a no-op.
+	goodAck := ackOf(p.Messages[0], "completed")
+	goodAck["type"] = "ack"
+	b.must(200, "POST", "/api/v1/transaction", map[string]any{"operations": []any{goodAck,
+		map[string]any{"type": "push", "items": []any{item("out", strings.Repeat("x", 10240), 1, "")}}}}, &res)
+	if res.Success || res.Error == "" {
+		t.Fatalf("failing push: %+v", res)
+	}
+	if n := e.int(`SELECT count(*) FROM pgque.queue WHERE queue_name = 'out'`); n != 0 {
+		t.Fatalf("a rolled-back push created its queue")
 	}
 	// required lease that is not live → rollback.
 	b.must(200, "POST", "/api/v1/transaction", map[string]any{"operations": []any{
@@ -218,6 +231,12 @@ func TestTransactionCommitAndRollback(t *testing.T) {
 	if !res.Success || len(res.Results) != 2 || res.Results[0].Type != "ack" || res.Results[1].Type != "push" ||
 		res.Results[1].QueueName != "out" || res.Results[1].MessageID == "" {
 		t.Fatalf("commit: %+v", res)
+	}
+	if !res.Results[0].Success || res.Results[0].Noop == nil || *res.Results[0].Noop {
+		t.Fatalf("the ack on commit is a no-op: the rolled-back one applied: %+v", res)
+	}
+	if a := b.ack("", ackOf(p.Messages[0], "completed")); !a[0].Noop {
+		t.Fatalf("acked in the transaction, yet a second ack is not a no-op: %+v", a)
 	}
 	if q := b.pop("/api/v1/pop/queue/in"); q != nil {
 		t.Fatalf("acked in the transaction but redelivered: %+v", q)

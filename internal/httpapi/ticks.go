@@ -21,8 +21,9 @@ const notifyChannel = "pgque.broker"
 // due queue costs no queue-row UPDATE). In the same transaction it tells
 // the other brokers which gate to open: the notification is delivered at
 // commit, when the tick is visible. Needs pgque_admin (ticker, force).
-const tickSQL = `WITH f AS MATERIALIZED (SELECT pgque.force_next_tick($1) AS t)
-SELECT coalesce(pgque.ticker($1), (SELECT pgque.ticker($1) FROM f)), pg_notify('` + notifyChannel + `', $2)`
+const tickSQL = `WITH f AS MATERIALIZED (SELECT pgque.force_next_tick($1) AS t),
+k AS MATERIALIZED (SELECT coalesce(pgque.ticker($1), (SELECT pgque.ticker($1) FROM f)) AS tick)
+SELECT tick, CASE WHEN tick IS NOT NULL THEN pg_notify('` + notifyChannel + `', $2) END FROM k`
 
 // queueTicker ticks a queue right after a push through this broker
 // committed, so the pushed messages are poppable without waiting for
@@ -140,19 +141,21 @@ func (t *queueTicker) Barrier(queue string) <-chan struct{} {
 	}
 }
 
-// Stop stops accepting requests, cancels ticks in flight and waits for
-// them (or ctx).
+// Stop stops accepting requests and lets the ticks in flight finish (so
+// the last pushes become visible) until ctx ends; then it cancels them.
 func (t *queueTicker) Stop(ctx context.Context) error {
 	t.mu.Lock()
 	t.stopped = true
 	t.mu.Unlock()
-	t.cancel()
 	done := make(chan struct{})
 	go func() { t.wg.Wait(); close(done) }()
+	defer t.cancel()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		t.cancel()
+		<-done
 		return ctx.Err()
 	}
 }
