@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/pgquectl/pgquectl/internal/httpapi"
 )
@@ -187,5 +188,36 @@ func TestBrokerTicksCoalesce(t *testing.T) {
 	}
 	if n := e.int(`SELECT count(*) FROM pgque.tick`) - before; n < 1 {
 		t.Fatalf("%d ticks for 20 pushes", n)
+	}
+}
+
+// A pop on the broker that took a push waits for that push's tick (read
+// your writes) even when the tick is slow: here the tick waits for a lock
+// on the queue row held by another transaction for 500 ms.
+func TestPopWaitsForItsPushTick(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{})
+	b.push(item("q", "", map[string]int{"n": 1}, ""))
+	if p := b.pop("/api/v1/pop/queue/q?autoAck=true"); p == nil {
+		t.Fatal("first pop")
+	}
+	tx, err := e.conn.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctxT(t), `SELECT 1 FROM pgque.queue WHERE queue_name = 'q' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = tx.Rollback(ctxT(t))
+		close(released)
+	}()
+	b.push(item("q", "", map[string]int{"n": 2}, ""))
+	p := b.pop("/api/v1/pop/queue/q?autoAck=true")
+	<-released
+	if p == nil || payloadN(p.Messages[0]) != 2 {
+		t.Fatalf("pop right after a push whose tick was slow: %+v", p)
 	}
 }
