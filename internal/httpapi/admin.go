@@ -386,7 +386,10 @@ func (s *Server) dlqList(w http.ResponseWriter, r *http.Request) error {
 	}
 	msgs := make([]map[string]any, 0, len(dls))
 	for _, d := range dls {
-		name, _ := clientName(r, d.Queue)
+		name, ok := clientName(r, d.Queue)
+		if !ok {
+			continue // another tenant's (possible only without ?queue=)
+		}
 		data := d.Data
 		if len(data) == 0 {
 			data = json.RawMessage("null")
