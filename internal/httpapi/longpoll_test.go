@@ -172,3 +172,24 @@ func TestStopEndsParkedPops(t *testing.T) {
 	}
 	t.Logf("stopped in %v", time.Since(start))
 }
+
+// A pop of a queue that does not exist yet answers 204 (not 404) and,
+// parked, is woken by the push that creates the queue.
+func TestPopBeforeQueueExists(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{})
+	if p := b.pop("/api/v1/pop/queue/later"); p != nil {
+		t.Fatalf("pop of a missing queue: %+v", p)
+	}
+	ch := b.parkedPop("/api/v1/pop/queue/later?wait=true&timeout=60000")
+	waitParked(t, b, 1)
+	b.push(item("later", "", map[string]int{"n": 3}, ""))
+	select {
+	case p := <-ch:
+		if p == nil || payloadN(p.Messages[0]) != 3 {
+			t.Fatalf("woken pop: %+v", p)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("not woken by the push that created the queue")
+	}
+}

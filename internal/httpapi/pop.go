@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -174,6 +175,11 @@ func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery,
 		ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
 		queue, res, err := pop(ctx)
 		cancel()
+		if errors.Is(err, broker.ErrNotFound) {
+			// A queue that does not exist yet is empty: a consumer may
+			// start before its producer (the first push creates it).
+			err = nil
+		}
 		if err != nil {
 			release()
 			return err
