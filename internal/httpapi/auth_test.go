@@ -1,12 +1,21 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/pgquectl/pgquectl/internal/config"
+	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/httpapi"
+	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
 var secret = []byte("test-secret")
@@ -131,4 +140,54 @@ func TestTenants(t *testing.T) {
 	if n := e.int(`SELECT count(*) FROM pgque.queue`); n != 2 {
 		t.Fatalf("stored queues: %d", n)
 	}
+}
+
+// A broker whose role may push and pop but not tick (no pgque_admin):
+// pushes still work, the missing privilege is logged once, and the
+// messages become poppable with the scheduled ticker's tick.
+func TestBrokerWithoutTickPrivilege(t *testing.T) {
+	e := setup(t)
+	role := fmt.Sprintf("serve_app_%d", time.Now().UnixNano())
+	e.exec(`CREATE ROLE ` + role + ` LOGIN PASSWORD 'pw' IN ROLE pgque_writer, pgque_reader`)
+	t.Cleanup(func() { pgtest.Exec(t, e.dsn, `DROP ROLE IF EXISTS `+role) })
+	cfg, err := pgx.ParseConfig(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := fmt.Sprintf("host=%s port=%d dbname=%s user=%s password=pw", cfg.Host, cfg.Port, cfg.Database, role)
+	pool, err := db.NewPool(ctxT(t), config.Connection{DSN: dsn, ConnectTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var logBuf syncBuffer
+	b := e.start(httpapi.Config{Pool: pool, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	b.push(item("q", "", map[string]int{"n": 1}, ""))
+	b.push(item("q", "", map[string]int{"n": 2}, ""))
+	e.exec(`SELECT pgque.force_next_tick('q')`)
+	e.exec(`SELECT pgque.ticker('q')`)
+	p := b.pop("/api/v1/pop/queue/q?batch=10")
+	if p == nil || len(p.Messages) != 2 {
+		t.Fatalf("pop: %+v", p)
+	}
+	if n := strings.Count(logBuf.String(), "broker ticks need the pgque_admin role"); n != 1 {
+		t.Fatalf("privilege warnings: %d, want 1:\n%s", n, logBuf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

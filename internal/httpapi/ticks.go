@@ -2,11 +2,15 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // notifyChannel is the PostgreSQL NOTIFY channel brokers on one database
@@ -42,6 +46,8 @@ type queueTicker struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
+	// noPriv: the role may not tick (logged once).
+	noPriv atomic.Bool
 }
 
 // tickState is a queue's tick in flight: cur closes when it is done;
@@ -105,9 +111,16 @@ func (t *queueTicker) tick(queue string) {
 		err := t.pool.QueryRow(ctx, tickSQL, queue, t.origin+"\x1e"+queue).Scan(&tickID, new(any))
 		cancel()
 		if err != nil {
-			if t.ctx.Err() == nil {
+			switch {
+			case t.ctx.Err() != nil:
+			case errors.Is(db.MapError(err), db.ErrPrivilege):
+				if !t.noPriv.Swap(true) {
+					t.log.Warn("broker ticks need the pgque_admin role (ticker, force_next_tick); pushed messages wait for the scheduled ticker (grant pgque_admin, or pass --no-auto-tick to silence this)", "err", err)
+				}
+			default:
 				t.log.Warn("broker tick failed; the scheduled ticker will make the messages visible", "queue", queue, "err", err)
 			}
+			t.onTicked(queue)
 			return
 		}
 		if tickID != nil {
