@@ -45,6 +45,10 @@ type Info struct {
 	Log     string
 }
 
+// ErrTestBinary: Start was called from a Go test binary (which would run
+// its tests, not `serve`) without Options.Exe.
+var ErrTestBinary = errors.New("not starting the broker from a test binary")
+
 // Status reads the pid file and checks that the process is ours and alive.
 func Status(stateDir string) Info {
 	info := Info{Log: filepath.Join(stateDir, LogFile)}
@@ -102,6 +106,9 @@ func Start(ctx context.Context, o Options) (Info, error) {
 		var err error
 		if exe, err = os.Executable(); err != nil {
 			return Info{}, fmt.Errorf("finding the pgquectl binary to start the broker: %w", err)
+		}
+		if strings.HasSuffix(exe, ".test") {
+			return Info{}, ErrTestBinary
 		}
 	}
 	logPath := filepath.Join(o.StateDir, LogFile)
