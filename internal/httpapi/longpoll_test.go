@@ -193,3 +193,23 @@ func TestPopBeforeQueueExists(t *testing.T) {
 		t.Fatal("not woken by the push that created the queue")
 	}
 }
+
+// A parked pop re-checks with backoff 100 ms ×3, then doubling, capped at
+// 1 s: over a 2.5 s wait that is about 8 checks (0, .1, .2, .3, .5, .9,
+// 1.7, 2.5 s), where a fixed 100 ms would make ~25 and a fixed 1 s 3-4.
+func TestLongPollBackoff(t *testing.T) {
+	e := setup(t)
+	rec := &recorder{}
+	b := e.start(httpapi.Config{Candidates: rec})
+	b.must(200, "POST", "/api/v1/configure", map[string]any{"queue": "q"}, nil)
+	if p := b.pop("/api/v1/pop/queue/q?wait=true&timeout=2500"); p != nil {
+		t.Fatalf("pop: %+v", p)
+	}
+	rec.mu.Lock()
+	n := rec.pops
+	rec.mu.Unlock()
+	if n < 5 || n > 10 {
+		t.Fatalf("%d checks in a 2.5 s wait, want about 8", n)
+	}
+	t.Logf("%d checks", n)
+}
