@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -113,4 +114,64 @@ func TestServeSIGTERMDrains(t *testing.T) {
 	if _, err := http.Get(url + "/status"); err == nil {
 		t.Fatal("still listening after exit")
 	}
+}
+
+// pgquectl dev starts the broker in the background (idempotent), dev
+// status shows it, dev stop stops it.
+func TestDevStartsBroker(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(reachableTempDir(t), "dev")
+	bin := filepath.Join(t.TempDir(), "pgquectl")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := l.Addr().String()
+	l.Close()
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("pgquectl %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	t.Cleanup(func() { _, _ = exec.Command(bin, "dev", "destroy", "--state-dir", state).CombinedOutput() })
+	out := run("dev", "--state-dir", state, "--fast", "--no-tick", "--broker-listen", listen)
+	url := "http://" + listen
+	if !strings.Contains(out, "Broker (Queen v1 HTTP API): "+url) {
+		t.Fatalf("dev output lacks the broker URL:\n%s", out)
+	}
+	resp, err := http.Get(url + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("broker health: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	pid1 := devBrokerPID(t, state)
+	out = run("dev", "--state-dir", state, "--broker-listen", listen)
+	if pid2 := devBrokerPID(t, state); pid2 != pid1 || !strings.Contains(out, url) {
+		t.Fatalf("second dev: pid %s then %s\n%s", pid1, pid2, out)
+	}
+	if st := run("dev", "status", "--state-dir", state); !strings.Contains(st, "broker      "+url) {
+		t.Fatalf("dev status:\n%s", st)
+	}
+	run("dev", "stop", "--state-dir", state)
+	if _, err := http.Get(url + "/status"); err == nil {
+		t.Fatal("broker still answers after dev stop")
+	}
+	if _, err := os.Stat(filepath.Join(state, "broker.pid")); !os.IsNotExist(err) {
+		t.Fatalf("pid file after dev stop: %v", err)
+	}
+}
+
+func devBrokerPID(t *testing.T, state string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(state, "broker.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.SplitN(string(b), "\n", 2)[0]
 }
