@@ -237,7 +237,10 @@ func startDevBroker(cmd *cobra.Command, a *app, opts devenv.Options, dsn string)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("the database is up, the broker is not: %w (retry with --broker-listen HOST:PORT, or --no-broker)", err)
+		// The database is what dev is for; a broker that cannot start
+		// (its port taken, say) is reported, not fatal.
+		fmt.Fprintf(cmd.ErrOrStderr(), "pgquectl: the database is up, the broker is not: %v (retry with --broker-listen HOST:PORT, or pass --no-broker)\n", err)
+		return nil
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Broker (Queen v1 HTTP API): %s  (pid %d, log %s)\n", b.URL, b.PID, b.Log)
 	return nil

@@ -175,3 +175,33 @@ func devBrokerPID(t *testing.T, state string) string {
 	}
 	return strings.SplitN(string(b), "\n", 2)[0]
 }
+
+// A broker port in use does not fail dev: the database is up, the
+// broker's failure is reported on stderr.
+func TestDevBrokerPortTaken(t *testing.T) {
+	t.Parallel()
+	state := filepath.Join(reachableTempDir(t), "dev")
+	bin := filepath.Join(t.TempDir(), "pgquectl")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	t.Cleanup(func() { _, _ = exec.Command(bin, "dev", "destroy", "--state-dir", state).CombinedOutput() })
+	cmd := exec.Command(bin, "dev", "--state-dir", state, "--fast", "--no-tick", "--broker-listen", l.Addr().String())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("dev with the broker port taken: %v\n%s\n%s", err, out, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "the broker is not") || !strings.Contains(string(out), "PGQUE_DSN") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(state, "broker.pid")); !os.IsNotExist(err) {
+		t.Fatalf("pid file of a broker that did not start: %v", err)
+	}
+}
