@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgquectl/pgquectl/internal/devbroker"
 	"github.com/pgquectl/pgquectl/internal/devenv"
 )
 
@@ -57,8 +58,10 @@ func newDevCmd(a *app) *cobra.Command {
 		Long: `dev finds the PostgreSQL server binaries (pg_config, then
 /usr/lib/postgresql/*/bin), creates a cluster in the state directory if there
 is none, preloads pg_cron when it is installed, starts the cluster on a free
-port (or --port), creates the database "pgque", installs the engine and prints
-the DSN. Running it again is a no-op that prints the same DSN.
+port (or --port), creates the database "pgque", installs the engine, starts the HTTP broker
+(pgquectl serve, in the background on --broker-listen; pid and log in the
+state directory) and prints the DSN and the broker's URL. Running it again is
+a no-op that prints the same DSN and URL.
 
 As root, PostgreSQL runs as the postgres user, which owns the state directory.
 Missing binaries: bash scripts/setup.sh installs them (Debian/Ubuntu).`,
@@ -78,7 +81,7 @@ Missing binaries: bash scripts/setup.sh installs them (Debian/Ubuntu).`,
 				return err
 			}
 			env.Summary(cmd.OutOrStdout(), stateFlag(opts))
-			return nil
+			return startDevBroker(cmd, a, opts, env.DSN)
 		},
 	}
 	pf := cmd.PersistentFlags()
@@ -86,6 +89,8 @@ Missing binaries: bash scripts/setup.sh installs them (Debian/Ubuntu).`,
 	cmd.Flags().Int("port", 0, "TCP port on localhost (default: the previous one, else a free one)")
 	cmd.Flags().Bool("fast", false, "fsync=off: faster, for throwaway test clusters (set when the cluster is created)")
 	cmd.Flags().Bool("no-tick", false, "do not register the pg_cron ticker (100 Hz) in the new database")
+	cmd.Flags().Bool("no-broker", false, "do not start the HTTP broker")
+	cmd.Flags().String("broker-listen", devbroker.DefaultListen, "host:port of the dev broker")
 	cmd.AddCommand(newDevStopCmd(a), newDevStatusCmd(a), newDevDestroyCmd(a), newDevDSNCmd(a))
 	return cmd
 }
@@ -102,6 +107,9 @@ func newDevStopCmd(a *app) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
 			defer cancel()
+			if err := devbroker.Stop(ctx, opts.StateDir, devBrokerStop); err != nil {
+				return fmt.Errorf("dev stop: %w", err)
+			}
 			if err := devenv.Stop(ctx, opts); err != nil {
 				return fmt.Errorf("dev stop: %w", err)
 			}
@@ -123,6 +131,9 @@ func newDevDestroyCmd(a *app) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
 			defer cancel()
+			if err := devbroker.Stop(ctx, opts.StateDir, devBrokerStop); err != nil {
+				return fmt.Errorf("dev destroy: %w", err)
+			}
 			if err := devenv.Destroy(ctx, opts); err != nil {
 				return fmt.Errorf("dev destroy: %w", err)
 			}
@@ -165,6 +176,11 @@ func newDevStatusCmd(a *app) *cobra.Command {
 			fmt.Fprintf(out, "port        %d\n", st.Port)
 			fmt.Fprintf(out, "dsn         %s\n", st.EngineDSN)
 			fmt.Fprintf(out, "log         %s\n", st.LogFile)
+			if b := devbroker.Status(opts.StateDir); b.Running {
+				fmt.Fprintf(out, "broker      %s (pid %d, log %s)\n", b.URL, b.PID, b.Log)
+			} else {
+				fmt.Fprintln(out, "broker      not running")
+			}
 			if st.CronPreloaded {
 				fmt.Fprintln(out, "pg_cron     preloaded (jobs in database postgres)")
 			} else {
@@ -204,4 +220,28 @@ func newDevDSNCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().String("db", devenv.DefaultDatabase, "database name")
 	return cmd
+}
+
+// devBrokerStop bounds the dev broker's drain on dev stop / destroy.
+const devBrokerStop = 15 * time.Second
+
+// startDevBroker starts (or finds) the dev broker and prints its URL.
+func startDevBroker(cmd *cobra.Command, a *app, opts devenv.Options, dsn string) error {
+	if a.v.GetBool("no-broker") {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
+	defer cancel()
+	b, err := devbroker.Start(ctx, devbroker.Options{StateDir: opts.StateDir, DSN: dsn, Listen: a.v.GetString("broker-listen")})
+	if errors.Is(err, devbroker.ErrTestBinary) {
+		return nil
+	}
+	if err != nil {
+		// The database is what dev is for; a broker that cannot start
+		// (its port taken, say) is reported, not fatal.
+		fmt.Fprintf(cmd.ErrOrStderr(), "pgquectl: the database is up, the broker is not: %v (retry with --broker-listen HOST:PORT, or pass --no-broker)\n", err)
+		return nil
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Broker (Queen v1 HTTP API): %s  (pid %d, log %s)\n", b.URL, b.PID, b.Log)
+	return nil
 }

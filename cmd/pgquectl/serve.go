@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pgquectl/pgquectl/internal/db"
+	"github.com/pgquectl/pgquectl/internal/httpapi"
+)
+
+func init() { commands = append(commands, newServeCmd) }
+
+func newServeCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve [--listen host:port]",
+		Short: "Run the HTTP broker (Queen v1 API: partitions, consumer groups, long-poll)",
+		Long: `serve runs the HTTP broker. It speaks the v1 API of the Queen message queue,
+so Queen's client libraries work against it unchanged: push to (queue,
+partition), pop with leases per partition (per-key order), ack, consumer
+groups (fan-out), dead letters, transactions. Routes, options, auth and
+metrics: docs/broker.md.
+
+Every request is one database call; a long-poll pop (wait=true) holds no
+database connection while it waits. After a push commits, the broker ticks
+that queue itself, so pushed messages are poppable at once (no pg_cron
+needed for broker traffic). Brokers on one database wake each other's waiting
+pops through LISTEN/NOTIFY: run as many as you like behind a load balancer.
+
+Auth is off by default. With --auth-secret (or PGQUE_AUTH_SECRET) every /api
+route needs "Authorization: Bearer <JWT>" signed HS256 with that secret; the
+claim "role" (or "roles") is read-only, write-only, read-write or admin, and
+"tenant" scopes queue names. /health, /status and /metrics/prometheus stay
+open.
+
+SIGTERM / Ctrl-C drains: no new connections, waiting pops answer 204,
+requests in flight finish (up to --drain-timeout), then the pool closes.`,
+		Example: `  # next to pgquectl dev (its DSN), on the default port 6632
+  pgquectl serve --dsn postgres://localhost:5432/postgres
+
+  # push and pop with curl
+  curl -s localhost:6632/api/v1/push -d '{"items":[{"queue":"orders","partition":"customer-7","payload":{"id":1}}]}'
+  curl -s 'localhost:6632/api/v1/pop/queue/orders?wait=true&timeout=5000'
+
+  # another port, a bigger pool, JWT auth, 5 s long-poll cap
+  pgquectl serve --listen 127.0.0.1:8080 --pool-size 40 --auth-secret "$SECRET" --long-poll-max 5s
+
+  # Prometheus
+  curl -s localhost:6632/metrics/prometheus | grep pgque_`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, a) },
+	}
+	f := cmd.Flags()
+	f.String("listen", httpapi.DefaultListen, "host:port to listen on")
+	f.String("auth-secret", "", "HS256 secret: require a JWT bearer token on /api routes (env PGQUE_AUTH_SECRET; default: auth off)")
+	f.String("tenant-header", "", "with auth off: the request header naming the tenant (default: one tenant)")
+	f.Int64("body-limit", httpapi.DefaultBodyLimit, "largest request body in bytes (413 above)")
+	f.Int32("pool-size", 20, "database connections at most (a waiting pop holds none)")
+	f.Duration("long-poll-max", httpapi.DefaultLongPollMax, "cap on a pop's wait timeout")
+	f.Duration("drain-timeout", httpapi.DefaultDrain, "on SIGTERM, how long requests in flight may take to finish")
+	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
+	f.Bool("no-auto-tick", false, "do not tick a queue after a push (leave ticking to pg_cron or the ticker daemon)")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, a *app) error {
+	if a.v.GetInt32("pool-size") < 2 {
+		return usagef("--pool-size must be at least 2")
+	}
+	if a.v.GetInt64("body-limit") < 1024 {
+		return usagef("--body-limit must be at least 1024 bytes")
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	conn := a.conn()
+	conn.ApplicationName = "pgquectl serve"
+	pconn := conn
+	pconn.DSN = withPoolSize(conn.DSN, a.v.GetInt32("pool-size"))
+	pool, err := db.NewPool(ctx, pconn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	srv, err := httpapi.New(httpapi.Config{
+		Pool: pool, Conn: conn, Peers: !a.v.GetBool("no-peers"), Listen: a.v.GetString("listen"),
+		BodyLimit: a.v.GetInt64("body-limit"), LongPollMax: a.durationFlag("long-poll-max"),
+		AuthSecret: []byte(a.v.GetString("auth-secret")), TenantHeader: a.v.GetString("tenant-header"),
+		NoAutoTick: a.v.GetBool("no-auto-tick"), Logger: a.log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Broker listening on http://%s (Ctrl-C to stop)\n", srv.Addr())
+	<-ctx.Done()
+	a.log.Info("draining", "timeout", a.durationFlag("drain-timeout"))
+	dctx, cancel := context.WithTimeout(context.Background(), a.durationFlag("drain-timeout")+5*time.Second)
+	defer cancel()
+	if err := srv.Stop(dctx); err != nil {
+		return fmt.Errorf("stopping the broker: %w", err)
+	}
+	return nil
+}
+
+// withPoolSize sets pgxpool's pool_max_conns in dsn (URL or keyword form)
+// unless the DSN sets it already.
+func withPoolSize(dsn string, n int32) string {
+	if strings.Contains(dsn, "pool_max_conns") {
+		return dsn
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		return fmt.Sprintf("%s%spool_max_conns=%d", dsn, sep, n)
+	}
+	return strings.TrimSpace(fmt.Sprintf("%s pool_max_conns=%d", dsn, n))
+}

@@ -1,0 +1,464 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pgquectl/pgquectl/internal/broker"
+)
+
+// newID is a random UUID (version 4) text.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func dbCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), dbTimeout)
+}
+
+type leaseExtendRequest struct {
+	Seconds *int `json:"seconds"`
+}
+
+func (s *Server) leaseExtend(w http.ResponseWriter, r *http.Request) error {
+	var req leaseExtendRequest
+	if err := decodeBody(r, &req, true); err != nil {
+		return err
+	}
+	secs := 60
+	if req.Seconds != nil {
+		if *req.Seconds < 1 {
+			return badRequest("seconds must be at least 1")
+		}
+		secs = *req.Seconds
+	}
+	id := r.PathValue("leaseId")
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	n, until, err := broker.ExtendLease(ctx, s.pool, id, secs)
+	if err != nil {
+		return err
+	}
+	var exp any
+	if n > 0 {
+		exp = isoMillis(until)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"leaseId": id, "success": n > 0, "renewed": n,
+		"newExpiresAt": exp, "expiresAt": exp, "lease_expires_at": exp})
+	return nil
+}
+
+type configureRequest struct {
+	Queue     *string         `json:"queue"`
+	Namespace *string         `json:"namespace"`
+	Task      *string         `json:"task"`
+	Options   json.RawMessage `json:"options"`
+}
+
+func (s *Server) configure(w http.ResponseWriter, r *http.Request) error {
+	var req configureRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	if req.Queue == nil || *req.Queue == "" {
+		return badRequest("queue is required")
+	}
+	q, err := storeName(r, *req.Queue)
+	if err != nil {
+		return err
+	}
+	tenant := tenantOf(r)
+	var ns, task *string
+	if req.Namespace != nil {
+		v := labelFor(tenant, *req.Namespace)
+		ns = &v
+	}
+	if req.Task != nil {
+		v := labelFor(tenant, *req.Task)
+		task = &v
+	}
+	if string(req.Options) == "null" {
+		req.Options = nil
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	c, err := broker.Configure(ctx, s.pool, q, ns, task, req.Options)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"configured": true, "queueId": c.QueueID, "queue": *req.Queue,
+		"namespace": unlabel(tenant, c.Namespace), "task": unlabel(tenant, c.Task), "options": c.Options})
+	return nil
+}
+
+// unlabel strips the tenant scope of a label ("" → null).
+func unlabel(tenant, label string) any {
+	if label == "" {
+		return nil
+	}
+	if tenant != "" && strings.HasPrefix(label, tenant+labelSep) {
+		return label[len(tenant)+len(labelSep):]
+	}
+	return label
+}
+
+func queueJSON(r *http.Request, q broker.QueueInfo) (map[string]any, bool) {
+	name, ok := clientName(r, q.Queue)
+	if !ok {
+		return nil, false
+	}
+	tenant := tenantOf(r)
+	return map[string]any{"id": q.QueueID, "name": name, "namespace": unlabel(tenant, q.Namespace),
+		"task": unlabel(tenant, q.Task), "createdAt": isoMillis(q.CreatedAt), "partitions": q.Partitions,
+		"options": q.Options}, true
+}
+
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	qs, err := broker.Queues(ctx, s.pool, "")
+	if err != nil {
+		return err
+	}
+	out := []map[string]any{}
+	for _, q := range qs {
+		if j, ok := queueJSON(r, q); ok {
+			out = append(out, j)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	return nil
+}
+
+// oneQueue loads the path's queue (404 when it does not exist).
+func (s *Server) oneQueue(r *http.Request) (broker.QueueInfo, error) {
+	q, err := storeName(r, r.PathValue("queue"))
+	if err != nil {
+		return broker.QueueInfo{}, err
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	qs, err := broker.Queues(ctx, s.pool, q)
+	if err != nil {
+		return broker.QueueInfo{}, err
+	}
+	if len(qs) == 0 {
+		return broker.QueueInfo{}, &apiError{status: http.StatusNotFound, msg: "queue not found"}
+	}
+	return qs[0], nil
+}
+
+func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
+	q, err := s.oneQueue(r)
+	if err != nil {
+		return err
+	}
+	j, _ := queueJSON(r, q)
+	writeJSON(w, http.StatusOK, j)
+	return nil
+}
+
+func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) error {
+	q, err := storeName(r, r.PathValue("queue"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	if err := broker.DeleteQueue(ctx, s.pool, q); err != nil {
+		return err
+	}
+	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Queue: q})
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "queue": r.PathValue("queue")})
+	return nil
+}
+
+func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request) error {
+	q, err := storeName(r, r.PathValue("queue"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	parts, err := broker.QueueDepth(ctx, s.pool, q)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, len(parts))
+	var total int64
+	for i, p := range parts {
+		out[i] = map[string]any{"partition": p.Partition, "partitionId": p.PartitionUUID, "messages": p.Messages}
+		total += p.Messages
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queue": r.PathValue("queue"), "messages": total, "partitions": out})
+	return nil
+}
+
+func (s *Server) overallStatus(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	qs, err := broker.Queues(ctx, s.pool, "")
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, q := range qs {
+		if _, ok := clientName(r, q.Queue); ok {
+			n++
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "queues": n, "parkedPops": s.gates.Waiting(),
+		"uptimeSeconds": int64(time.Since(s.started).Seconds())})
+	return nil
+}
+
+func (s *Server) groupsJSON(r *http.Request, gs []broker.GroupInfo, only string) []map[string]any {
+	out := []map[string]any{}
+	for _, g := range gs {
+		name, ok := clientName(r, g.Queue)
+		if !ok || (only != "" && g.Group != only) {
+			continue
+		}
+		var active any
+		if !g.LastActive.IsZero() {
+			active = isoMillis(g.LastActive)
+		}
+		out = append(out, map[string]any{"name": g.Group, "queue": name, "subscriptionMode": g.SubscriptionMode,
+			"partitions": g.Partitions, "leased": g.Leased, "deadLetters": g.DeadLetters,
+			"pinsRotation": g.PinsRotation, "oldestPartition": g.OldestPartition, "lastActive": active})
+	}
+	return out
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	gs, err := broker.Groups(ctx, s.pool, "")
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.groupsJSON(r, gs, ""))
+	return nil
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	gs, err := broker.Groups(ctx, s.pool, "")
+	if err != nil {
+		return err
+	}
+	out := s.groupsJSON(r, gs, r.PathValue("group"))
+	if len(out) == 0 {
+		return &apiError{status: http.StatusNotFound, msg: "consumer group not found"}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"name": r.PathValue("group"), "queues": out})
+	return nil
+}
+
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
+	meta := false
+	if v := r.URL.Query().Get("deleteMetadata"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return badRequest("deleteMetadata must be true or false")
+		}
+		meta = b
+	}
+	if tenantOf(r) != "" {
+		return &apiError{status: http.StatusForbidden, msg: "deleting a group from every queue is not tenant-scoped; delete it per queue"}
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	n, err := broker.DeleteGroup(ctx, s.pool, r.PathValue("group"), "", meta)
+	if err != nil {
+		return err
+	}
+	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Group: r.PathValue("group")})
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "consumerGroup": r.PathValue("group"), "cursors": n})
+	return nil
+}
+
+func (s *Server) deleteGroupQueue(w http.ResponseWriter, r *http.Request) error {
+	q, err := storeName(r, r.PathValue("queue"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	n, err := broker.DeleteGroup(ctx, s.pool, r.PathValue("group"), q, false)
+	if err != nil {
+		return err
+	}
+	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Queue: q, Group: r.PathValue("group")})
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "consumerGroup": r.PathValue("group"),
+		"queue": r.PathValue("queue"), "cursors": n})
+	return nil
+}
+
+func (s *Server) groupSubscription(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		SubscriptionTimestamp *string `json:"subscriptionTimestamp"`
+	}
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	if req.SubscriptionTimestamp == nil {
+		return badRequest("subscriptionTimestamp is required")
+	}
+	if _, err := time.Parse(time.RFC3339Nano, *req.SubscriptionTimestamp); err != nil {
+		return badRequest("subscriptionTimestamp must be an ISO-8601 timestamp")
+	}
+	return &apiError{status: http.StatusNotImplemented, msg: "changing a group's subscription time is not supported yet; seek the group on each queue instead"}
+}
+
+type seekRequest struct {
+	ToEnd     bool    `json:"toEnd"`
+	Timestamp *string `json:"timestamp"`
+}
+
+func (s *Server) seek(w http.ResponseWriter, r *http.Request) error {
+	var req seekRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	var at time.Time
+	switch {
+	case req.ToEnd && req.Timestamp != nil:
+		return badRequest("give toEnd or timestamp, not both")
+	case req.Timestamp != nil:
+		t, err := time.Parse(time.RFC3339Nano, *req.Timestamp)
+		if err != nil {
+			return badRequest("timestamp must be an ISO-8601 timestamp")
+		}
+		at = t
+	case !req.ToEnd:
+		return badRequest("toEnd: true or timestamp is required")
+	}
+	q, err := storeName(r, r.PathValue("queue"))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	n, err := broker.Seek(ctx, s.pool, q, r.PathValue("group"), req.ToEnd, at)
+	if err != nil {
+		return err
+	}
+	s.cands.Note(broker.Event{Kind: broker.EventSeeked, Queue: q, Group: r.PathValue("group")})
+	s.wakeLocal(q)
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "consumerGroup": r.PathValue("group"),
+		"queue": r.PathValue("queue"), "cursors": n})
+	return nil
+}
+
+func (s *Server) dlqList(w http.ResponseWriter, r *http.Request) error {
+	limit, err := intParam(r, "limit", 100, 1)
+	if err != nil {
+		return err
+	}
+	offset, err := intParam(r, "offset", 0, 0)
+	if err != nil {
+		return err
+	}
+	q, err := storeName(r, r.URL.Query().Get("queue"))
+	if err != nil {
+		return err
+	}
+	if q == "" && tenantOf(r) != "" {
+		return badRequest("queue is required")
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	dls, total, err := broker.ListDLQ(ctx, s.pool, q, r.URL.Query().Get("consumerGroup"), limit, offset)
+	if err != nil {
+		return err
+	}
+	msgs := make([]map[string]any, 0, len(dls))
+	for _, d := range dls {
+		name, ok := clientName(r, d.Queue)
+		if !ok {
+			continue // another tenant's (possible only without ?queue=)
+		}
+		data := d.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		msgs = append(msgs, map[string]any{"id": strconv.FormatInt(d.ID, 10), "messageId": d.MessageID,
+			"transactionId": d.TransactionID, "partitionId": d.PartitionUUID, "queue": name, "partition": d.Partition,
+			"consumerGroup": d.Group, "errorMessage": d.Error, "retryCount": d.RetryCount, "data": data,
+			"createdAt": isoMillis(d.CreatedAt), "failedAt": isoMillis(d.FailedAt)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs,
+		"pagination": map[string]int{"limit": limit, "offset": offset}, "total": total})
+	return nil
+}
+
+func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id < 1 {
+		return badRequest("the dead letter id must be a positive integer")
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	msg, queue, err := broker.ReplayDLQQueue(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	if queue != "" {
+		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue})
+		s.requestTick(queue)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": r.PathValue("id"), "messageId": msg})
+	return nil
+}
+
+func (s *Server) dlqPurge(w http.ResponseWriter, r *http.Request) error {
+	qn := r.URL.Query().Get("queue")
+	if qn == "" {
+		return badRequest("queue is required")
+	}
+	q, err := storeName(r, qn)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	n, err := broker.PurgeDLQ(ctx, s.pool, q, r.URL.Query().Get("consumerGroup"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted": n})
+	return nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	var one int
+	if err := s.pool.QueryRow(ctx, `SELECT 1 FROM pgque.version() LIMIT 1`).Scan(&one); err != nil {
+		s.log.Warn("health check failed", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unhealthy", "database": "disconnected"})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "healthy", "database": "connected",
+		"latencyMs": float64(time.Since(start).Microseconds()) / 1000})
+	return nil
+}
+
+func (s *Server) liveness(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "uptimeSeconds": int64(time.Since(s.started).Seconds()),
+		"parkedPops": s.gates.Waiting()})
+	return nil
+}

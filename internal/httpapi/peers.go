@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgquectl/pgquectl/internal/config"
+	"github.com/pgquectl/pgquectl/internal/db"
+)
+
+// peerListener holds the one dedicated connection that LISTENs on
+// notifyChannel and opens the local gate named by each notification of
+// another broker. Received hints are never re-broadcast.
+type peerListener struct {
+	conn   config.Connection
+	log    *slog.Logger
+	origin string
+	onHint func(queue string)
+	// ready is closed once LISTEN is in effect for the first time.
+	ready chan struct{}
+}
+
+// run listens until ctx ends, reconnecting with backoff.
+func (p *peerListener) run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		err := p.listen(ctx, &first)
+		if ctx.Err() != nil {
+			return
+		}
+		p.log.Warn("peer wake listener lost its connection; reconnecting (parked pops still re-check on their own)", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (p *peerListener) listen(ctx context.Context, first *bool) error {
+	cctx, cancel := context.WithTimeout(ctx, p.conn.ConnectTimeout)
+	conn, err := db.Connect(cctx, p.conn)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err = conn.Exec(lctx, `LISTEN "`+notifyChannel+`"`)
+	cancel()
+	if err != nil {
+		return err
+	}
+	if *first {
+		*first = false
+		close(p.ready)
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		p.handle(n)
+	}
+}
+
+func (p *peerListener) handle(n *pgconn.Notification) {
+	origin, queue, ok := strings.Cut(n.Payload, "\x1e")
+	if !ok || origin == p.origin || queue == "" {
+		return
+	}
+	p.onHint(queue)
+}

@@ -1,0 +1,286 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/pgquectl/pgquectl/internal/broker"
+	"github.com/pgquectl/pgquectl/internal/wake"
+)
+
+// popQuery is the parsed query string of a pop.
+type popQuery struct {
+	pop     broker.Pop
+	wait    bool
+	timeout time.Duration
+}
+
+func intParam(r *http.Request, name string, def, minimum int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < minimum {
+		return 0, badRequest(name + " must be an integer >= " + strconv.Itoa(minimum))
+	}
+	return n, nil
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest(name + " must be true or false")
+	}
+	return b, nil
+}
+
+func (s *Server) parsePop(r *http.Request) (popQuery, error) {
+	var q popQuery
+	var err error
+	if q.pop.Batch, err = intParam(r, "batch", 200, 1); err != nil {
+		return q, err
+	}
+	if q.pop.MaxPartitions, err = intParam(r, "partitions", 1, 1); err != nil {
+		return q, err
+	}
+	if q.pop.LeaseSeconds, err = intParam(r, "leaseSeconds", 0, 0); err != nil {
+		return q, err
+	}
+	if q.pop.AutoAck, err = boolParam(r, "autoAck"); err != nil {
+		return q, err
+	}
+	if q.wait, err = boolParam(r, "wait"); err != nil {
+		return q, err
+	}
+	ms, err := intParam(r, "timeout", 30000, 0)
+	if err != nil {
+		return q, err
+	}
+	q.timeout = min(time.Duration(ms)*time.Millisecond, s.cfg.LongPollMax)
+	qs := r.URL.Query()
+	q.pop.Group = qs.Get("consumerGroup")
+	switch m := qs.Get("subscriptionMode"); m {
+	case "", "new", "all":
+		q.pop.SubscriptionMode = m
+	default:
+		return q, badRequest("subscriptionMode must be new or all")
+	}
+	switch from := qs.Get("subscriptionFrom"); from {
+	case "":
+	case "now":
+		t := time.Now()
+		q.pop.SubscriptionFrom = &t
+	default:
+		t, err := time.Parse(time.RFC3339Nano, from)
+		if err != nil {
+			return q, badRequest("subscriptionFrom must be now or an ISO-8601 timestamp")
+		}
+		q.pop.SubscriptionFrom = &t
+	}
+	return q, nil
+}
+
+// popFunc runs one pop attempt: the queue that served (stored name) and
+// what it took.
+type popFunc func(ctx context.Context) (string, broker.PopResult, error)
+
+func (s *Server) popQueue(w http.ResponseWriter, r *http.Request) error {
+	q, err := s.parsePop(r)
+	if err != nil {
+		return err
+	}
+	if q.pop.Queue, err = storeName(r, r.PathValue("queue")); err != nil {
+		return err
+	}
+	return s.serveResult(w, r, q, gateKey(q.pop.Queue), func(ctx context.Context) (string, broker.PopResult, error) {
+		res, err := s.cands.Pop(ctx, s.pool, q.pop)
+		return q.pop.Queue, res, err
+	})
+}
+
+func (s *Server) popPartition(w http.ResponseWriter, r *http.Request) error {
+	q, err := s.parsePop(r)
+	if err != nil {
+		return err
+	}
+	if q.pop.Queue, err = storeName(r, r.PathValue("queue")); err != nil {
+		return err
+	}
+	part := r.PathValue("partition")
+	return s.serveResult(w, r, q, gateKey(q.pop.Queue), func(ctx context.Context) (string, broker.PopResult, error) {
+		res, err := broker.PopPartition(ctx, s.pool, q.pop, part)
+		return q.pop.Queue, res, err
+	})
+}
+
+func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
+	q, err := s.parsePop(r)
+	if err != nil {
+		return err
+	}
+	ns, task := r.URL.Query().Get("namespace"), r.URL.Query().Get("task")
+	if ns == "" && task == "" {
+		return badRequest("namespace or task is required")
+	}
+	tenant := tenantOf(r)
+	return s.serveResult(w, r, q, wake.Key(tenant, ""), func(ctx context.Context) (string, broker.PopResult, error) {
+		// Labels are stored tenant-scoped (configure), so a tenant's
+		// label pop only finds that tenant's queues.
+		return broker.PopByLabel(ctx, s.pool, labelFor(tenant, ns), labelFor(tenant, task), q.pop)
+	})
+}
+
+// labelSep joins a tenant and a namespace / task label, as tenantSep
+// joins a tenant and a queue name.
+const labelSep = tenantSep
+
+// labelFor scopes a namespace / task label to a tenant ("" stays "").
+func labelFor(tenant, label string) string {
+	if tenant == "" || label == "" {
+		return label
+	}
+	return tenant + labelSep + label
+}
+
+// serveResult runs pop attempts until one yields messages, the request
+// times out (wait) or after the first attempt (no wait). Between attempts
+// no database connection is held: the request parks on the gate key,
+// opened by a push to the queue (local or from a peer broker), and
+// re-checks with backoff 100 ms ×3, then doubling, capped at 1 s.
+func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery, key string, pop popFunc) error {
+	deadline := time.Now().Add(q.timeout)
+	delay, step := 100*time.Millisecond, 0
+	if q.pop.Queue != "" {
+		if b := s.ticker.Barrier(q.pop.Queue); b != nil {
+			t := time.NewTimer(2 * time.Second)
+			select {
+			case <-b:
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+			t.Stop()
+		}
+	}
+	for {
+		ch, release := s.gates.Wait(key)
+		ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
+		queue, res, err := pop(ctx)
+		cancel()
+		if errors.Is(err, broker.ErrNotFound) {
+			// A queue that does not exist yet is empty: a consumer may
+			// start before its producer (the first push creates it).
+			err = nil
+		}
+		if err != nil {
+			release()
+			return err
+		}
+		s.countVerdicts(res)
+		if len(res.Messages) > 0 {
+			release()
+			s.metrics.popResults.WithLabelValues("messages").Inc()
+			writeJSON(w, http.StatusOK, s.popResponse(r, queue, q.pop, res))
+			return nil
+		}
+		remaining := time.Until(deadline)
+		if !q.wait || remaining <= 0 {
+			release()
+			s.metrics.popResults.WithLabelValues("empty").Inc()
+			noContent(w)
+			return nil
+		}
+		timer := time.NewTimer(min(delay, remaining))
+		s.metrics.parked.Inc()
+		var done bool
+		select {
+		case <-ch:
+			s.metrics.wakes.Inc()
+		case <-timer.C:
+		case <-r.Context().Done():
+			done = true
+		case <-s.stopping:
+			done = true
+		}
+		s.metrics.parked.Dec()
+		timer.Stop()
+		release()
+		if done {
+			s.metrics.popResults.WithLabelValues("empty").Inc()
+			noContent(w)
+			return nil
+		}
+		if step++; step >= 3 {
+			delay = min(delay*2, time.Second)
+		}
+	}
+}
+
+func (s *Server) countVerdicts(res broker.PopResult) {
+	for _, v := range res.Verdicts {
+		s.metrics.verdicts.WithLabelValues(v.Kind).Inc()
+	}
+}
+
+type popMessage struct {
+	ID              string          `json:"id"`
+	TransactionID   string          `json:"transactionId"`
+	TraceID         *string         `json:"traceId"`
+	Data            json.RawMessage `json:"data"`
+	ProducerSub     *string         `json:"producerSub"`
+	CreatedAt       string          `json:"createdAt"`
+	Queue           string          `json:"queue"`
+	PartitionID     string          `json:"partitionId"`
+	Partition       string          `json:"partition"`
+	LeaseID         string          `json:"leaseId"`
+	ConsumerGroup   string          `json:"consumerGroup"`
+	DeliveryAttempt int             `json:"deliveryAttempt"`
+}
+
+type popResponse struct {
+	Success           bool         `json:"success"`
+	Queue             string       `json:"queue"`
+	Partition         string       `json:"partition"`
+	PartitionID       string       `json:"partitionId"`
+	LeaseID           string       `json:"leaseId"`
+	ConsumerGroup     string       `json:"consumerGroup"`
+	PartitionsClaimed int          `json:"partitionsClaimed"`
+	Messages          []popMessage `json:"messages"`
+}
+
+// isoMillis is the wire format of timestamps: UTC with milliseconds.
+func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func (s *Server) popResponse(r *http.Request, stored string, p broker.Pop, res broker.PopResult) popResponse {
+	group := p.Group
+	if group == "" {
+		group = broker.QueueMode
+	}
+	queue, _ := clientName(r, stored)
+	out := popResponse{Success: true, Queue: queue, ConsumerGroup: group, LeaseID: res.LeaseID,
+		Messages: make([]popMessage, len(res.Messages))}
+	seen := map[string]bool{}
+	for i, m := range res.Messages {
+		if i == 0 {
+			out.Partition, out.PartitionID = m.Partition, m.PartitionUUID
+		}
+		seen[m.PartitionUUID] = true
+		data := m.Data
+		if len(data) == 0 {
+			data = json.RawMessage("null")
+		}
+		out.Messages[i] = popMessage{ID: m.ID, TransactionID: m.TransactionID, Data: data,
+			CreatedAt: isoMillis(m.CreatedAt), Queue: queue, PartitionID: m.PartitionUUID, Partition: m.Partition,
+			LeaseID: m.LeaseID, ConsumerGroup: group, DeliveryAttempt: m.DeliveryAttempt}
+	}
+	out.PartitionsClaimed = len(seen)
+	return out
+}

@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/pgquectl/pgquectl/internal/broker"
+)
+
+// pushItem is one item of POST /api/v1/push (and of a transaction's push).
+type pushItem struct {
+	Queue         *string         `json:"queue"`
+	Partition     *string         `json:"partition"`
+	Payload       json.RawMessage `json:"payload"`
+	TransactionID *string         `json:"transactionId"`
+}
+
+type pushRequest struct {
+	Items *[]pushItem `json:"items"`
+}
+
+// pushResult is one element of the push response.
+type pushResult struct {
+	Index         int    `json:"index"`
+	MessageID     string `json:"message_id"`
+	TransactionID string `json:"transaction_id"`
+	QueueName     string `json:"queueName"`
+	Status        string `json:"status"`
+}
+
+// pushItems validates items and maps them to the broker's.
+func pushItems(r *http.Request, items []pushItem, field string) ([]broker.Item, error) {
+	out := make([]broker.Item, len(items))
+	for i, it := range items {
+		if it.Queue == nil || *it.Queue == "" {
+			return nil, badRequest(fmt.Sprintf("%s[%d].queue is required", field, i))
+		}
+		if len(it.Payload) == 0 {
+			return nil, badRequest(fmt.Sprintf("%s[%d].payload is required", field, i))
+		}
+		q, err := storeName(r, *it.Queue)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = broker.Item{Queue: q, Payload: it.Payload}
+		if it.Partition != nil {
+			out[i].Partition = *it.Partition
+		}
+		if it.TransactionID != nil {
+			out[i].TransactionID = *it.TransactionID
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
+	var req pushRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	if req.Items == nil {
+		return badRequest("items is required")
+	}
+	items, err := pushItems(r, *req.Items, "items")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
+	defer cancel()
+	res, err := broker.Push(ctx, s.pool, items)
+	if err != nil {
+		return err
+	}
+	s.afterPush(res)
+	out := make([]pushResult, len(res))
+	for i, p := range res {
+		name, _ := clientName(r, p.Queue)
+		out[i] = pushResult{Index: p.Index, MessageID: p.MessageID, TransactionID: p.TransactionID, QueueName: name, Status: p.Status}
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// afterPush runs once pushes committed: metrics, the candidate source,
+// and a broker-driven tick per queue (which then wakes parked pops, here
+// and on peer brokers).
+func (s *Server) afterPush(res []broker.PushResult) {
+	byQueue := map[string][]int32{}
+	for _, p := range res {
+		s.metrics.pushes.WithLabelValues(p.Status).Inc()
+		if p.Status == broker.StatusQueued {
+			byQueue[p.Queue] = append(byQueue[p.Queue], p.PartitionID)
+		}
+	}
+	for q, parts := range byQueue {
+		s.cands.Note(broker.Event{Kind: broker.EventPushed, Queue: q, Partitions: parts})
+		s.requestTick(q)
+	}
+}
+
+// requestTick makes q's new events visible now (or, with auto-tick off,
+// only wakes the local waiters, which re-check).
+func (s *Server) requestTick(q string) {
+	if s.cfg.NoAutoTick {
+		s.wakeLocal(q)
+		return
+	}
+	s.ticker.Request(q)
+}

@@ -1,0 +1,239 @@
+// Package httpapi is the broker's HTTP server: the Queen v1 wire format
+// (one route table, request / response types with validation, one error →
+// status map) over internal/broker, with long-poll pops that hold no
+// database connection while parked, broker-driven ticks, peer wake-ups
+// through LISTEN/NOTIFY, optional JWT auth and Prometheus metrics.
+// See docs/broker.md.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgquectl/pgquectl/internal/broker"
+	"github.com/pgquectl/pgquectl/internal/config"
+	"github.com/pgquectl/pgquectl/internal/wake"
+)
+
+var errEOF = io.EOF
+
+// Defaults.
+const (
+	DefaultListen      = ":6632"
+	DefaultBodyLimit   = 64 << 20
+	DefaultLongPollMax = 30 * time.Second
+	DefaultDrain       = 30 * time.Second
+	// dbTimeout bounds every database call of a request.
+	dbTimeout = 30 * time.Second
+)
+
+// Config configures a Server.
+type Config struct {
+	// Pool runs every request's database call; the caller owns it (closes
+	// it after Stop).
+	Pool *pgxpool.Pool
+	// Conn is used for the one dedicated LISTEN connection (peer wake-ups).
+	// Zero DSN and no Pool config: peers off.
+	Conn config.Connection
+	// Peers enables LISTEN/NOTIFY between brokers on one database.
+	Peers bool
+	// Listen is host:port (DefaultListen when empty).
+	Listen string
+	// BodyLimit caps request bodies (413 above); 0 = DefaultBodyLimit.
+	BodyLimit int64
+	// LongPollMax caps a pop's wait timeout; 0 = DefaultLongPollMax.
+	LongPollMax time.Duration
+	// AuthSecret, when set, requires an HS256 JWT on /api routes.
+	AuthSecret []byte
+	// TenantHeader names a request header carrying the tenant when auth
+	// is off (with auth, the token's "tenant" claim decides). Empty: the
+	// default tenant.
+	TenantHeader string
+	// Candidates answers wildcard pops; nil = broker.SQLScan{}.
+	Candidates broker.CandidateSource
+	// NoAutoTick disables the tick after a local push.
+	NoAutoTick bool
+	Logger     *slog.Logger
+}
+
+// Server is the broker service: New, then Start / Stop (or Handler for an
+// httptest server plus StartBackground / Stop).
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	pool    *pgxpool.Pool
+	gates   *wake.Gates
+	cands   broker.CandidateSource
+	ticker  *queueTicker
+	metrics *metrics
+	origin  string
+	started time.Time
+	handler http.Handler
+
+	mu       sync.Mutex
+	srv      *http.Server
+	ln       net.Listener
+	bgCancel context.CancelFunc
+	bgDone   chan struct{}
+	// stopping is closed by Stop: parked pops return at once.
+	stopping chan struct{}
+	peers    *peerListener
+}
+
+// New validates cfg and builds a server that does not run yet.
+func New(cfg Config) (*Server, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("httpapi: no connection pool")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.LongPollMax <= 0 {
+		cfg.LongPollMax = DefaultLongPollMax
+	}
+	if cfg.Candidates == nil {
+		cfg.Candidates = broker.SQLScan{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "broker"), pool: cfg.Pool, gates: wake.New(),
+		cands: cfg.Candidates, origin: hex.EncodeToString(id[:]), started: time.Now(), stopping: make(chan struct{})}
+	s.ticker = newQueueTicker(cfg.Pool, s.log, s.origin, s.wakeLocal)
+	s.metrics = newMetrics(s)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler is the HTTP handler (every route, middleware included).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// wakeLocal opens the gates of a queue (its stored name) and of the label
+// pops of its tenant after its events became visible.
+func (s *Server) wakeLocal(stored string) {
+	tenant, _ := splitStored(stored)
+	s.gates.Signal(gateKey(stored))
+	s.gates.Signal(wake.Key(tenant, ""))
+}
+
+// StartBackground starts the services that run beside the HTTP listener
+// (the peer listener). Start calls it; tests serving Handler through
+// httptest call it themselves. It returns once LISTEN is in effect (or ctx
+// ends).
+func (s *Server) StartBackground(ctx context.Context) error {
+	s.mu.Lock()
+	if s.bgDone != nil {
+		s.mu.Unlock()
+		return errors.New("httpapi: already started")
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	s.bgCancel, s.bgDone = cancel, make(chan struct{})
+	var ready chan struct{}
+	if s.cfg.Peers {
+		ready = make(chan struct{})
+		s.peers = &peerListener{conn: s.cfg.Conn, log: s.log, origin: s.origin, ready: ready,
+			onHint: func(queue string) {
+				s.metrics.peerHints.Inc()
+				s.cands.Note(broker.Event{Kind: broker.EventPushed, Queue: queue})
+				s.wakeLocal(queue)
+			}}
+		go func() { defer close(s.bgDone); s.peers.run(bg) }()
+	} else {
+		close(s.bgDone)
+	}
+	s.mu.Unlock()
+	if ready != nil {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the peer wake listener: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// Start listens on cfg.Listen and serves until Stop. It returns once the
+// listener is open (its address: Addr).
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w (choose another --listen address or stop what uses it)", s.cfg.Listen, err)
+	}
+	if err := s.StartBackground(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.mu.Lock()
+	s.srv, s.ln = srv, ln
+	s.mu.Unlock()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("HTTP server stopped", "err", err)
+		}
+	}()
+	s.log.Info("broker listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr is the listening address after Start ("" before).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Stop drains: it stops accepting connections, ends parked pops (they
+// answer 204), lets requests in flight finish until ctx ends, then stops
+// the broker ticks and the peer listener. The pool stays open (the caller
+// closes it).
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	srv := s.srv
+	select {
+	case <-s.stopping:
+	default:
+		close(s.stopping)
+	}
+	cancel, done := s.bgCancel, s.bgDone
+	s.mu.Unlock()
+	var errs []error
+	if srv != nil {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("draining HTTP requests: %w", err))
+			_ = srv.Close()
+		}
+	}
+	if err := s.ticker.Stop(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping broker ticks: %w", err))
+	}
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("stopping the peer listener: %w", ctx.Err()))
+		}
+	}
+	return errors.Join(errs...)
+}

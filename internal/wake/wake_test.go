@@ -1,0 +1,54 @@
+package wake
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSignalWakesWaitersOfItsKeyOnly(t *testing.T) {
+	g := New()
+	a1, ra1 := g.Wait(Key("", "a"))
+	a2, ra2 := g.Wait(Key("", "a"))
+	b, rb := g.Wait(Key("", "b"))
+	if n := g.Waiting(); n != 3 {
+		t.Fatalf("waiting %d", n)
+	}
+	if !g.Signal(Key("", "a")) {
+		t.Fatal("no waiter on a")
+	}
+	for _, ch := range []<-chan struct{}{a1, a2} {
+		select {
+		case <-ch:
+		case <-time.After(time.Second):
+			t.Fatal("waiter of a not woken")
+		}
+	}
+	select {
+	case <-b:
+		t.Fatal("waiter of b woken")
+	default:
+	}
+	ra1()
+	ra2()
+	ra2() // idempotent
+	if n := g.Waiting(); n != 1 {
+		t.Fatalf("waiting after release: %d", n)
+	}
+	rb()
+	if n := g.Waiting(); n != 0 || g.Signal(Key("", "b")) {
+		t.Fatalf("released gates remain: %d", n)
+	}
+	// A signal between Wait and the check is not lost: the channel taken
+	// before is closed.
+	c, rc := g.Wait(Key("t", "q"))
+	g.Signal(Key("t", "q"))
+	select {
+	case <-c:
+	default:
+		t.Fatal("signal after Wait lost")
+	}
+	rc()
+	if Key("t", "q") != "t\x1fq" {
+		t.Fatal("key bytes")
+	}
+}
