@@ -71,7 +71,7 @@ failed=0
 # ---- leg 1: the whole suite on Debian's PostgreSQL with pg_cron
 if [ -z "${PGQUE_TEST_DSN:-}" ]; then
     echo "== test cluster"
-    "$work/pgquectl" dev --state-dir "$state" --fast --no-tick
+    "$work/pgquectl" dev --state-dir "$state" --fast --no-tick --no-broker
     PGQUE_TEST_DSN="$("$work/pgquectl" dev dsn --state-dir "$state" --db postgres)"
     export PGQUE_TEST_DSN
     # Our own cluster has pg_cron (setup.sh installed it): a skip is a failure.
