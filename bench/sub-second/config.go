@@ -107,7 +107,7 @@ type Config struct {
 
 func (c *Config) defaults() error {
 	if len(c.Phases) == 0 {
-		return fmt.Errorf("no phases: choose --profile quick or full")
+		return fmt.Errorf("no phases: choose --profile quick, managed or full")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -217,6 +217,22 @@ func fullProfile() []Phase {
 	}
 }
 
+// managedProfile is the part of the full profile that answers the
+// managed-provider questions in about 10 minutes: the pg_cron 1.6 cells
+// (ours and PgQue 0.2.0 side by side), rotation under 16 busy consumers,
+// and the WAL ratio 100 Hz / 1 Hz with PgQ beside it.
+func managedProfile() []Phase {
+	var out []Phase
+	for _, p := range fullProfile() {
+		switch {
+		case p.Cron == Cron16, p.Consumers > 1,
+			p.Rate == 800 && !p.HeldXmin && (p.Hz == 1 || p.Hz == 100):
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Profile returns a named phase list.
 func Profile(name string) ([]Phase, error) {
 	switch name {
@@ -224,6 +240,8 @@ func Profile(name string) ([]Phase, error) {
 		return quickProfile(), nil
 	case "full":
 		return fullProfile(), nil
+	case "managed":
+		return managedProfile(), nil
 	}
-	return nil, fmt.Errorf("unknown profile %q: use quick or full", name)
+	return nil, fmt.Errorf("unknown profile %q: use quick, managed or full", name)
 }

@@ -27,7 +27,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sub-second", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "the quick profile (< 3 minutes; CI smoke test)")
-	profile := fs.String("profile", "full", "phase list: quick or full")
+	profile := fs.String("profile", "full", "phase list: quick (< 3 min, CI), managed (~10 min: pg_cron 1.6 with PgQue 0.2.0 beside us, 16 consumers, WAL ratio) or full")
 	out := fs.String("out", "", "output directory (default bench/sub-second/results/<date>)")
 	state := fs.String("state-dir", "/tmp/pgque-bench-subsecond", "state directory of the benchmark's own cluster (wiped first)")
 	keep := fs.Bool("keep-cluster", false, "leave the cluster running at the end")
