@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/localpg"
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
@@ -100,24 +99,7 @@ func TestTickCron16HandoverIsGapFree(t *testing.T) {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	name := "pgqt_cron16_" + hex.EncodeToString(b)
-	if _, err := srv.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	dsn, err := db.WithDatabase(server, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgtest.InstallEngine(t, dsn)
-	engine := pgtest.Conn(t, dsn)
-	names := jobNames(t, ctx, engine)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		runMain(t, "tick", "--dsn", dsn, "--off")
-		_ = engine.Close(ctx)
-		_, _ = srv.Exec(ctx, qUnscheduleAll, names)
-		_, _ = srv.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	})
+	dsn, engine, names := cronEngineDB(t, ctx, server, srv, name)
 	// A queue that ticks at every 10 ms period without events (its idle
 	// period is the period), so the tick stream shows the loop itself.
 	pgtest.Exec(t, dsn, `SELECT pgque.create_queue('q')`)

@@ -38,6 +38,33 @@ func jobNames(t *testing.T, ctx context.Context, engine *pgx.Conn) []string {
 	return names
 }
 
+// cronEngineDB creates database name on server (srv: a connection to its
+// cron database), installs the engine there and returns its DSN, a
+// connection to it and the engine's pg_cron job names. At cleanup `tick --off` stops ticking, the
+// jobs are unscheduled and the database is dropped.
+func cronEngineDB(t *testing.T, ctx context.Context, server string, srv *pgx.Conn, name string) (string, *pgx.Conn, []string) {
+	t.Helper()
+	if _, err := srv.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	dsn, err := db.WithDatabase(server, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.InstallEngine(t, dsn)
+	engine := pgtest.Conn(t, dsn)
+	names := jobNames(t, ctx, engine)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		runMain(t, "tick", "--dsn", dsn, "--off")
+		_ = engine.Close(ctx)
+		_, _ = srv.Exec(ctx, qUnscheduleAll, names)
+		_, _ = srv.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	})
+	return dsn, engine, names
+}
+
 func countJobs(t *testing.T, ctx context.Context, server *pgx.Conn, names []string) int {
 	t.Helper()
 	var n int
@@ -63,23 +90,7 @@ func TestTickLongDatabaseName(t *testing.T) {
 		t.Fatalf("name is %d bytes", len(name))
 	}
 	srv := pgtest.Conn(t, server)
-	if _, err := srv.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	dsn, err := db.WithDatabase(server, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pgtest.InstallEngine(t, dsn)
-	engine := pgtest.Conn(t, dsn)
-	names := jobNames(t, ctx, engine)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = engine.Close(ctx)
-		_, _ = srv.Exec(ctx, qUnscheduleAll, names)
-		_, _ = srv.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-	})
+	dsn, _, names := cronEngineDB(t, ctx, server, srv, name)
 	for _, n := range names {
 		if len(n) > 63 || !strings.HasPrefix(n, "pgque_") {
 			t.Fatalf("job name %q does not fit pg_cron's 63 bytes", n)
