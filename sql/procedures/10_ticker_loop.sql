@@ -288,20 +288,19 @@ BEGIN
     -- must be waiting before the next slot ends. Not on pg_cron 1.4 (one
     -- job, nobody waiting): its queued run must start at once.
     IF v_slot OPERATOR(pg_catalog.>=) 10 THEN
-        FOR i IN 1..5 LOOP
-            SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 INTO v_handed
-              FROM pg_catalog.pg_locks l
-             WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
-               AND l.classid OPERATOR(pg_catalog.=) c_class::pg_catalog.oid
-               AND l.objid OPERATOR(pg_catalog.=) c_key::pg_catalog.oid
-               AND l.objsubid OPERATOR(pg_catalog.=) 2
-               AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
-                                                       WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
-            COMMIT;
-            EXIT WHEN v_handed;
-            PERFORM pg_catalog.pg_sleep(0.02);
-            COMMIT;
-        END LOOP;
+        -- A run waiting on the lock has it by now (the lock manager grants
+        -- it on the unlock); one look, so that on pg_cron 1.4 (nobody
+        -- waits: the queued run starts only when this one returns) the
+        -- handover is not delayed.
+        SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 INTO v_handed
+          FROM pg_catalog.pg_locks l
+         WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
+           AND l.classid OPERATOR(pg_catalog.=) c_class::pg_catalog.oid
+           AND l.objid OPERATOR(pg_catalog.=) c_key::pg_catalog.oid
+           AND l.objsubid OPERATOR(pg_catalog.=) 2
+           AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+        COMMIT;
         IF v_handed THEN
             FOR i IN 1..20 LOOP
                 EXIT WHEN pgque.get_setting('ticker_loop_enabled') OPERATOR(pg_catalog.=) 'false';
