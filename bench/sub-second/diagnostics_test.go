@@ -71,3 +71,34 @@ func TestStallsDiagnoseGaps(t *testing.T) {
 		t.Errorf("pressure over the gap: CPU %.2f, I/O %.2f; want 0.50, 0.25", small.CPUPressure, small.IOPressure)
 	}
 }
+
+// TestReportFlagsAConsumerThatFellBehind: a phase with events undelivered
+// at the end of the drain has no latency: the targets say INVALID and the
+// measured column says how many were left, never a percentile (before, the
+// PgQue 0.2.0 cell printed p99 48565 ms, the driver's backlog, as a result).
+func TestReportFlagsAConsumerThatFellBehind(t *testing.T) {
+	cell := Phase{Name: "cron16-pgque-100hz-800-xmin-poll", System: SystemPgque, Cron: Cron16, Hz: 100, Rate: 800,
+		Arrivals: ArrivalsPaced, HeldXmin: true, Wake: WakePoll}
+	behind := PhaseResult{Phase: cell, Produced: 1000, Consumed: 600, Missing: 400, Latency: Latency{P50: 5, P99: 9, Max: 12}}
+	var lines []string
+	for _, tg := range targets(&Results{Phases: []PhaseResult{behind}}) {
+		if strings.Contains(tg.what, "pg_cron 1.6: latency") {
+			lines = append(lines, tg.measured+" | "+tg.verdict)
+		}
+	}
+	if len(lines) != 3 {
+		t.Fatalf("%d pg_cron 1.6 latency targets, want 3: %q", len(lines), lines)
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, "invalid (400 undelivered)") || !strings.Contains(l, "**INVALID**") {
+			t.Errorf("a phase with 400 events undelivered is judged %q, want invalid", l)
+		}
+	}
+	ok := behind
+	ok.Consumed, ok.Missing = 1000, 0
+	for _, tg := range targets(&Results{Phases: []PhaseResult{ok}}) {
+		if strings.Contains(tg.what, "pg_cron 1.6: latency p50") && (tg.measured != "5.0 ms" || tg.verdict != "met") {
+			t.Errorf("a complete phase: p50 %q %q, want 5.0 ms, met", tg.measured, tg.verdict)
+		}
+	}
+}

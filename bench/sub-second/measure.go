@@ -52,6 +52,10 @@ SELECT coalesce(sum((pgstattuple(c.oid)).dead_tuple_count), 0)::bigint
 	qTickerRuns = `SELECT d.start_time, d.end_time FROM cron.job_run_details d JOIN cron.job j USING (jobid)
 	                WHERE j.database = $1 AND j.command LIKE $2 AND d.start_time IS NOT NULL
 	                  AND d.start_time <= $4 AND coalesce(d.end_time, 'infinity') >= $3 ORDER BY d.start_time`
+	// qSlot: the loop's slot and effective overrun (ticker_loop caps it at
+	// half a slot).
+	qSlot = `SELECT s, least(coalesce(pgque.get_setting('ticker_overrun_ms')::int8, 1500), s * 500)
+	           FROM (SELECT coalesce(pgque.get_setting('ticker_slot_seconds')::int8, 60) AS s) x`
 	qWALStats = `SELECT "resource_manager/record_type", count, record_size, fpi_size, combined_size
 	               FROM pg_get_wal_stats($1::text::pg_lsn, $2::text::pg_lsn, true)
 	              WHERE count > 0 ORDER BY combined_size DESC LIMIT 12`
@@ -519,7 +523,14 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	}
 	res.Ticks = len(tickTimes)
 	runs := tickerRuns(context.WithoutCancel(ctx), cronMon, sys, start, phaseEnd, rec)
+	marks := slotEnds(context.WithoutCancel(ctx), sys, conns["admin"], start, phaseEnd, rec)
+	for _, m := range marks {
+		runs = append(runs, span{from: m, to: m})
+	}
 	res.MaxTickGapMs, res.MaxHandoverGapMs, res.Handovers = tickGaps(tickTimes, start, phaseEnd, runs)
+	if len(marks) > 0 {
+		res.Handovers = len(marks)
+	}
 	res.TopGaps = topGaps(tickTimes, start, phaseEnd, 10)
 	res.Stalls = stalls(tickTimes, start, phaseEnd, psi, e.serverLog, runs)
 	if werr == nil {
@@ -574,6 +585,35 @@ func tickGaps(ts []time.Time, from, to time.Time, runs []span) (maxGap, maxHando
 		}
 	}
 	return maxGap, maxHandover, handovers
+}
+
+// slotEnds lists our engine's ticker_loop() handover instants within the
+// span: each slot end (epoch-aligned ticker_slot_seconds plus the overrun,
+// capped at half a slot, as the loop computes it). On pg_cron >= 1.5 the run
+// that hands over lingers 2 s before it ends, so the handover is no pg_cron
+// run start or end; nil for the other systems.
+func slotEnds(ctx context.Context, sys system, conn *pgx.Conn, from, to time.Time, rec *recorder) []time.Time {
+	if sys.Name() != SystemPgque {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var slot, overrun int64
+	if err := conn.QueryRow(ctx, qSlot).Scan(&slot, &overrun); err != nil {
+		rec.errorf("ticker slot settings: %v", err)
+		return nil
+	}
+	if slot <= 0 {
+		return nil
+	}
+	var out []time.Time
+	for t := from.Unix()/slot*slot - slot; t <= to.Unix(); t += slot {
+		m := time.Unix(t, 0).Add(time.Duration(overrun) * time.Millisecond)
+		if m.After(from) && m.Before(to) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // tickerRuns reads the pg_cron runs of sys's ticker job overlapping the span.
@@ -677,7 +717,7 @@ func warmup(ctx context.Context, e *env, sys system, prod, cons *pgx.Conn) error
 		return fmt.Errorf("warm-up event: %w", err)
 	}
 	for {
-		got, err := sys.Consume(ctx, cons, benchConsumer)
+		got, _, err := sys.Consume(ctx, cons, benchConsumer)
 		if err != nil {
 			return fmt.Errorf("warm-up receive: %w", err)
 		}
@@ -750,7 +790,7 @@ func consumer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, 
 	}
 	for ctx.Err() == nil {
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		ids, err := sys.Consume(qctx, conn, name)
+		ids, more, err := sys.Consume(qctx, conn, name)
 		cancel()
 		at := time.Now()
 		if err != nil {
@@ -760,7 +800,9 @@ func consumer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, 
 		}
 		if len(ids) > 0 {
 			rec.got(ids, at)
-			continue // there may be more ready right away
+		}
+		if more {
+			continue // a batch was there: the next may be ready right away
 		}
 		if listen {
 			wctx, cancel := context.WithTimeout(ctx, e.cfg.ListenFallback)

@@ -25,8 +25,12 @@ type system interface {
 	// Produce inserts n events in one transaction (committed) and returns their ids.
 	Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int64, error)
 	// Consume takes what is ready for consumer and acknowledges it; returns
-	// the event ids.
-	Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, error)
+	// the event ids, and more = a batch was there (maybe an empty one), so
+	// the consumer polls again at once; it sleeps only after a poll that
+	// found no batch at all. A driver that slept after an empty batch fell
+	// behind by tens of seconds at 100 Hz on systems that hand out one tick
+	// per batch (PgQ, PgQue 0.2.0), which measured the driver, not the system.
+	Consume(ctx context.Context, conn *pgx.Conn, consumer string) (ids []int64, more bool, err error)
 	// Channel is the NOTIFY channel a LISTEN consumer waits on ("" = none).
 	Channel() string
 	// QueueID of the active queue (tick rows are keyed by it).
@@ -174,7 +178,16 @@ func (s *pgqueSystem) Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-func (s *pgqueSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, error) {
+func (s *pgqueSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, bool, error) {
+	ids, err := receiveAck(ctx, conn, consumer)
+	// Our receive() returns every event ready (across ticks, up to
+	// receiveMax) and writes nothing for an empty one: no rows = caught up.
+	return ids, len(ids) > 0, err
+}
+
+// receiveAck runs receive() and acks the batches it returned (the SQL API
+// both pgque and PgQue 0.2.0 have).
+func receiveAck(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, error) {
 	rows, err := conn.Query(ctx, pqReceive, benchQueue, consumer, receiveMax)
 	if err != nil {
 		return nil, err
@@ -319,15 +332,22 @@ func (s *pgqSystem) Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int64
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-func (s *pgqSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, error) {
+func (s *pgqSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, bool, error) {
 	var batch *int64
 	if err := conn.QueryRow(ctx, pgqNextBatch, benchQueue, consumer).Scan(&batch); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if batch == nil {
-		return nil, nil
+		return nil, false, nil // no tick past ours: caught up
 	}
-	rows, err := conn.Query(ctx, pgqBatchEvents, *batch)
+	ids, err := batchEventsFinish(ctx, conn, pgqBatchEvents, pgqFinish, *batch)
+	return ids, true, err
+}
+
+// batchEventsFinish reads a batch's events and finishes it (PgQ's
+// get_batch_events / finish_batch, which PgQue 0.2.0 keeps).
+func batchEventsFinish(ctx context.Context, conn *pgx.Conn, events, finish string, batch int64) ([]int64, error) {
+	rows, err := conn.Query(ctx, events, batch)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +355,7 @@ func (s *pgqSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, pgqFinish, *batch); err != nil {
+	if _, err := conn.Exec(ctx, finish, batch); err != nil {
 		return ids, err
 	}
 	return ids, nil
@@ -401,6 +421,12 @@ const (
 	// default): as for PgQ + pgqd, the lag threshold is set to the period.
 	p020MaxLag = `SELECT pgque.set_queue_config($1, 'ticker_max_lag', $2)`
 	p020Vacuum = `VACUUM pgque.tick, pgque.subscription, pgque.queue`
+	// Its receive() hands out one tick per batch and returns no rows both
+	// when no batch is ready and for an empty batch (which it finishes):
+	// after no rows, next_batch() tells which (its PgQ primitives).
+	p020NextBatch   = `SELECT pgque.next_batch($1, $2)`
+	p020BatchEvents = `SELECT ev_id FROM pgque.get_batch_events($1)`
+	p020Finish      = `SELECT pgque.finish_batch($1)`
 )
 
 // pgque020System is PgQue 0.2.0 in its own database of the pg_cron 1.6
@@ -412,7 +438,26 @@ type pgque020System struct {
 	connect func(ctx context.Context) (*pgx.Conn, error)
 }
 
-func (s *pgque020System) Name() string          { return SystemPgque020 }
+func (s *pgque020System) Name() string { return SystemPgque020 }
+
+// Consume: receive() + ack(); when receive() returned nothing, next_batch()
+// says whether that was an empty batch (then more batches may be ready:
+// take the next one now) or no batch (caught up: sleep).
+func (s *pgque020System) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, bool, error) {
+	ids, err := receiveAck(ctx, conn, consumer)
+	if err != nil || len(ids) > 0 {
+		return ids, len(ids) > 0, err
+	}
+	var batch *int64
+	if err := conn.QueryRow(ctx, p020NextBatch, benchQueue, consumer).Scan(&batch); err != nil {
+		return nil, false, err
+	}
+	if batch == nil {
+		return nil, false, nil
+	}
+	ids, err = batchEventsFinish(ctx, conn, p020BatchEvents, p020Finish, *batch)
+	return ids, true, err
+}
 func (s *pgque020System) TickerJobLike() string { return "%pgque.ticker_loop()%" }
 
 func (s *pgque020System) Prepare(ctx context.Context, conn *pgx.Conn, p Phase) error {

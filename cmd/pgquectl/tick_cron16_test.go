@@ -89,7 +89,24 @@ func cron16Cluster(t *testing.T, ctx context.Context) string {
 // the holder lets go. Before, ticks stopped for 250-300 ms every second.
 func TestTickCron16HandoverIsGapFree(t *testing.T) {
 	t.Parallel()
-	ctx := tickCtx(t, 4*time.Minute)
+	cron16Handovers(t, 1)
+}
+
+// TestTickCron16LongSlotHandoverIsGapFree: the same over 10-second slots,
+// where a standby warms up shortly before the slot ends and the run that
+// handed over lingers, so that pg_cron's next start of it (a new backend
+// and its warm-up) does not land on the new holder's first rounds. The
+// 1.5+ setting is 60 s slots (set_cron_version); 10 s keeps the test short.
+func TestTickCron16LongSlotHandoverIsGapFree(t *testing.T) {
+	t.Parallel()
+	cron16Handovers(t, 10)
+}
+
+// cron16Handovers registers the jobs on pg_cron 1.6, sets slot-second
+// slots and checks the longest tick gap around each of 5 handovers.
+func cron16Handovers(t *testing.T, slot int) {
+	t.Helper()
+	ctx := tickCtx(t, 4*time.Minute+time.Duration(slot)*12*time.Second)
 	server := cron16Cluster(t, ctx)
 	srv := pgtest.Conn(t, server)
 	var v string
@@ -115,9 +132,9 @@ func TestTickCron16HandoverIsGapFree(t *testing.T) {
 	if n := countJobs(t, ctx, srv, names); n != 7 || !strings.Contains(out, "pgque_ticker_2@") {
 		t.Fatalf("tick --hz 100 on pg_cron 1.6 registered %d jobs, want 7 (two ticker jobs):\n%s", n, out)
 	}
-	// Hand over every second: 1 s slots, and restart the runs so they
-	// read it (the stop flag ends them within a round).
-	pgtest.Exec(t, dsn, `SELECT pgque.set_setting('ticker_slot_seconds', '1'), pgque.set_setting('ticker_loop_enabled', 'false')`)
+	// Hand over every slot seconds, and restart the runs so they read it
+	// (the stop flag ends them within a round).
+	pgtest.Exec(t, dsn, fmt.Sprintf(`SELECT pgque.set_setting('ticker_slot_seconds', '%d'), pgque.set_setting('ticker_loop_enabled', 'false')`, slot))
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var n int
 		if err := engine.QueryRow(ctx, qLoopHolder).Scan(&n); err != nil {
@@ -153,7 +170,7 @@ func TestTickCron16HandoverIsGapFree(t *testing.T) {
 
 	// Wait for 6 ticking runs: 5 handovers.
 	var ends []time.Time
-	for deadline := time.Now().Add(90 * time.Second); ; {
+	for deadline := time.Now().Add(90*time.Second + time.Duration(slot)*6*time.Second); ; {
 		rows, err := srv.Query(ctx, qHandovers, names, since)
 		if err != nil {
 			t.Fatal(err)
@@ -165,18 +182,31 @@ func TestTickCron16HandoverIsGapFree(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d ticker runs ended in 90 s on 1-second slots", len(ends))
+			t.Fatalf("only %d ticker runs ended on %d-second slots", len(ends), slot)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	time.Sleep(600 * time.Millisecond) // ticks after the last handover
-	for i, e := range ends[:5] {
+	// The overrun set_cron_version() chose, as the loop caps it (half a slot).
+	var overrunMs int64
+	if err := engine.QueryRow(ctx, `SELECT least(pgque.get_setting('ticker_overrun_ms')::int, $1::int * 500)`, slot).Scan(&overrunMs); err != nil {
+		t.Fatal(err)
+	}
+	overrun := time.Duration(overrunMs) * time.Millisecond
+	for i, end := range ends[:5] {
+		// The run handed over at its slot end (epoch-aligned, plus the
+		// overrun) and may have lingered after it.
+		o := end.Add(-overrun).UnixMilli()
+		e := time.UnixMilli(o - o%(int64(slot)*1000)).Add(overrun)
 		var gap float64
 		var n int
 		if err := engine.QueryRow(ctx, qGapAround, e).Scan(&gap, &n); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("handover %d at %s: longest tick gap %.1f ms (%d ticks within ±500 ms)", i+1, e.Format("15:04:05.000"), gap, n)
+		t.Logf("handover %d at %s: longest tick gap %.1f ms (%d ticks within ±500 ms); the run ended %s later", i+1, e.Format("15:04:05.000"), gap, n, end.Sub(e).Round(time.Millisecond))
+		if slot >= 10 && end.Sub(e) < 1500*time.Millisecond {
+			t.Errorf("handover %d at %s: the run that handed over ended %s after it, want >= 1.5 s (it lingers, so that pg_cron's next start of its job does not land on the new holder's first rounds)", i+1, e.Format("15:04:05.000"), end.Sub(e))
+		}
 		if n < 20 {
 			t.Errorf("handover %d at %s: only %d ticks within ±500 ms at 100 Hz", i+1, e.Format("15:04:05.000"), n)
 		}

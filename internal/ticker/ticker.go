@@ -69,8 +69,13 @@ const (
 	qMaint = `SELECT pgque.maint()`
 	// qRotateMeta rotates the tick / subscription children when due.
 	qRotateMeta = `SELECT pgque.rotate_metadata()`
-	// qSessionSetup bounds every statement of the daemon's session.
-	qSessionSetup = `SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false)`
+	// qSessionSetup bounds every statement of the daemon's session, and
+	// lets its transactions (ticks, maintenance) commit without waiting for
+	// the WAL flush: a tick's COMMIT is on the delivery path, and whatever
+	// durable depends on a tick commits after it and flushes it too
+	// (docs/engine.md, "Asynchronous commit of ticks").
+	qSessionSetup = `SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false),
+	                        set_config('synchronous_commit', 'off', false)`
 	// qLag: the largest age of the last tick among queues that have events
 	// not yet ticked (how long an event waits for a tick, at worst), in ms.
 	qLag = `SELECT coalesce(round(extract(epoch FROM max(ticker_lag)) * 1000), 0)::bigint

@@ -27,7 +27,7 @@ INSERT INTO pgque.settings (name, value, description) VALUES
     ('meta_rotation_period_ms', NULL, 'rotation period of the tick and subscription tables in ms; NULL: clamp(300 x tick period, 1 s, 30 s)'),
     ('meta_rotation_max_pages', '4', 'rotate the subscription table early once its current child has this many pages (dead tuples under a held xmin)'),
     ('ticker_slot_seconds', '60', 'length of one ticker_loop() run: it ends at the end of this epoch-aligned slot (plus the overrun)'),
-    ('ticker_overrun_ms', '1500', 'how long ticker_loop() keeps ticking past its slot end so pg_cron 1.4''s queued next run takes over without a gap (0 on pg_cron >= 1.5, where a standby run waits on the loop lock); at most half a slot'),
+    ('ticker_overrun_ms', '1500', 'how long ticker_loop() keeps ticking past its slot end so pg_cron 1.4''s queued next run takes over without a gap (2500 on pg_cron >= 1.5, where a standby run waits on the loop lock: the handover then avoids the second in which pg_cron starts its other jobs); at most half a slot'),
     ('ticker_classic_loop_ms', '1000', 'ticker_loop() round length when no tick period is set'),
     ('ticker_lock_timeout_ms', '20', 'how long one queue''s tick may wait for a lock before it is skipped until the next round'),
     ('notify_max_queue_usage', '0.001', 'NOTIFY is skipped while pg_notification_queue_usage() is above this share (a stalled listener); consumers still poll'),

@@ -1,8 +1,11 @@
 -- pgque.set_cron_version(i_cron_version): prepare ticker_loop() for the
 -- pg_cron version that will run it, and let it run (ticker_loop_enabled =
 -- true; pgque.stop() sets it false). pg_cron >= 1.5 (two ticker jobs, the
--- idle one waiting on the loop lock): 60 s slots, no overrun - the waiting
--- run takes over at the slot end. Older versions (one job, minute slots):
+-- idle one waiting on the loop lock): 60 s slots and a 2500 ms overrun -
+-- the waiting run takes over 2.5 s past the minute, not in the second in
+-- which pg_cron starts the '5 seconds' and '10 seconds' jobs (each a new
+-- backend: CPU the new holder's first rounds would compete with). Older
+-- versions (one job, minute slots):
 -- 60 s slots with a 1500 ms overrun, so each run ends after pg_cron has
 -- queued the next one, which then starts at once (the overrun stays below
 -- the slot so queued runs cannot pile up). Returns: the slot in seconds.
@@ -21,7 +24,7 @@ BEGIN
     END IF;
     v_seconds := (regexp_match(i_cron_version, '^(\d+)\.(\d+)'))::int[] >= ARRAY[1, 5];
     PERFORM pgque.set_setting('ticker_slot_seconds', '60');
-    PERFORM pgque.set_setting('ticker_overrun_ms', CASE WHEN v_seconds THEN '0' ELSE '1500' END);
+    PERFORM pgque.set_setting('ticker_overrun_ms', CASE WHEN v_seconds THEN '2500' ELSE '1500' END);
     PERFORM pgque.set_setting('ticker_loop_enabled', 'true');
     RETURN 60;
 END;

@@ -9,19 +9,25 @@
 -- Liveness: a run ticks only while it holds the session advisory lock
 -- (1885827445, 5) (internal/locks.TickerLoop), from before its first round
 -- until it returns; it unlocks explicitly on its way out. A run that finds
--- the lock held first warms up (250 ms in: one ticker(), rotate_metadata()
--- and step 2 call, so its first round after a takeover is not slowed by
--- compiling them), then waits for the lock in 100 ms lock_timeout steps (a fresh
--- snapshot each step, so waiting never holds the xmin horizon back), takes
--- over the moment the holder lets go, and gives up after two slots (pg_cron
--- starts it again). A ticker daemon standing by sees the lock held.
+-- the lock held stands by: it waits for the lock in 100 ms lock_timeout
+-- steps (a fresh snapshot each step, so waiting never holds the xmin
+-- horizon back), takes over the moment the holder lets go, and gives up
+-- after two slots (pg_cron starts it again). 1.5 s before the holder's slot
+-- ends (or 250 ms in, if that is later) it warms up: a real ticker() round
+-- with one queue forced due, rolled back, then rotate_metadata() and step
+-- 2, so that its first round after the takeover does not compile and plan
+-- the tick path (50-150 ms on a loaded machine). A ticker daemon standing
+-- by sees the lock held.
 -- Slot and handover: a run that holds the lock ticks to the end of its slot
 -- (ticker_slot_seconds, epoch-aligned) plus ticker_overrun_ms (at most half a
 -- slot). pg_cron 1.4 (minute slots, one job): the overrun makes the run end
 -- after pg_cron has queued the next one, which 1.4 starts as soon as this one
 -- returns. pg_cron >= 1.5 (two jobs on '1 seconds', cron_jobs): the other
 -- job's run is already waiting on the lock, so the handover costs the lock
--- hand-off (milliseconds), not a pg_cron start.
+-- hand-off (milliseconds), not a pg_cron start; with slots of 10 s or more
+-- the run that handed over lingers 2 s (holding nothing) before it returns,
+-- so that pg_cron's next start of its job - a new backend - does not compete
+-- with the new holder's first rounds.
 -- Stop: each round reads ticker_loop_enabled; 'false' (pgque.stop(),
 -- pgquectl tick --off) ends the run - and any run waiting on the lock -
 -- within one round.
@@ -36,6 +42,10 @@
 -- schema-qualifies every type, function and operator it uses, so nothing
 -- planted in another schema can run in it. A manual CALL leaves that
 -- search_path set in the calling session.
+-- Durability: the session runs with synchronous_commit = off (set at the
+-- start, left set by a manual CALL): a tick's COMMIT does not wait for the
+-- WAL flush; anything durable that depends on a tick commits later and
+-- flushes it too (docs/engine.md, "Asynchronous commit of ticks").
 -- Must be called as exactly "CALL pgque.ticker_loop()" outside a transaction
 -- block. Locks: the advisory lock above; others as ticker() and
 -- rotate_metadata(). Writes: as ticker(), rotate_metadata() and
@@ -54,6 +64,10 @@ DECLARE
     v_period    pg_catalog.int4;
     v_debug     pg_catalog.int4 := 0;
     v_locked    pg_catalog.bool := false;
+    v_warm      pg_catalog.bool;
+    v_warm_at   pg_catalog.timestamptz;
+    v_handed    pg_catalog.bool := false;
+    v_wq        pg_catalog.text;
     v_now       pg_catalog.timestamptz;
     v_next      pg_catalog.timestamptz;
     v_next_cfg  pg_catalog.timestamptz;
@@ -72,6 +86,15 @@ BEGIN
     -- First of all: no name below may resolve through a schema the caller
     -- (or a database default) put on the path.
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pgque, pg_temp', false);
+    -- The loop's own transactions (ticks, rotations, step 2) commit without
+    -- waiting for their WAL flush: a tick's COMMIT is on the delivery path,
+    -- and a flush wait there (tens of ms under I/O load) delays every
+    -- consumer. Safe: whatever durable depends on a tick commits after it
+    -- and its flush covers the tick too; a crash can lose only ticks that
+    -- nothing durable references, and the next round re-ticks (see
+    -- docs/engine.md, "Asynchronous commit of ticks"). Session-wide, like
+    -- the search_path above (a manual CALL leaves both set).
+    PERFORM pg_catalog.set_config('synchronous_commit', 'off', false);
     v_start := pg_catalog.clock_timestamp();
     v_slot := coalesce(pgque.get_setting('ticker_slot_seconds')::pg_catalog.int4, 60);
     v_overrun := coalesce(pgque.get_setting('ticker_overrun_ms')::pg_catalog.int4, 1500);
@@ -81,38 +104,68 @@ BEGIN
     -- Take the loop lock, or stand by for it.
     v_locked := pg_catalog.pg_try_advisory_lock(c_class, c_key);
     COMMIT;
-    IF NOT v_locked THEN
-        -- Warm up while the running loop ticks: the first call of each in
-        -- a new backend compiles and caches (50-150 ms on a loaded
-        -- machine), which would otherwise stall the first round after the
-        -- takeover. Each call is ordinary work anybody may do (ticker()
-        -- skips a queue whose tick another session holds). Not at once:
-        -- pg_cron starts this run as the previous one hands over, and the
-        -- new holder's first rounds should have the CPU.
-        PERFORM pg_catalog.pg_sleep(0.25);
-        COMMIT;
-        BEGIN
-            PERFORM pgque.ticker();
-            -- The holder has just ticked every due queue, so ticker() found
-            -- none due: compile tick_queue() on a queue id that never exists.
-            PERFORM pgque.tick_queue(-1, NULL);
-        EXCEPTION WHEN OTHERS THEN
-            RAISE LOG 'pgque: ticker_loop warm-up: ticker() failed: % (%)', SQLERRM, SQLSTATE;
-        END;
-        COMMIT;
-        BEGIN
-            PERFORM pgque.rotate_metadata();
-            PERFORM pgque.maint_rotate_tables_step2();
-        EXCEPTION WHEN OTHERS THEN
-            RAISE LOG 'pgque: ticker_loop warm-up: rotation failed: % (%)', SQLERRM, SQLSTATE;
-        END;
-        COMMIT;
+    -- A standby warms up (see below) shortly before the running loop's
+    -- slot ends - the takeover it prepares for - not when it starts: pg_cron
+    -- starts it as the previous run hands over, and the new holder's first
+    -- rounds should have the CPU and the locks; and rotations in between
+    -- would invalidate plans cached a whole slot earlier.
+    -- The holder's slot ends at a slot boundary plus the overrun: the
+    -- first such end after this run started.
+    v_warm_at := pg_catalog.to_timestamp(
+                     pg_catalog.floor(EXTRACT(epoch FROM v_start) OPERATOR(pg_catalog./) v_slot)
+                     OPERATOR(pg_catalog.*) v_slot)
+                 OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => v_overrun OPERATOR(pg_catalog./) 1000.0);
+    IF v_warm_at OPERATOR(pg_catalog.<=) v_start THEN
+        v_warm_at := v_warm_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => v_slot);
     END IF;
+    v_warm_at := pg_catalog.timestamptz_larger(v_warm_at OPERATOR(pg_catalog.-) interval '1500 milliseconds',
+                                               v_start OPERATOR(pg_catalog.+) interval '250 milliseconds');
+    v_warm := v_locked;
     -- Wait for the loop lock: the running loop (or a standby of ours) has
-    -- it. Each step waits at most 100 ms in its own transaction.
+    -- it. Each step waits at most 100 ms in its own transaction (a fresh
+    -- snapshot each step, so waiting never holds the xmin horizon back).
     WHILE NOT v_locked LOOP
         IF pgque.get_setting('ticker_loop_enabled') OPERATOR(pg_catalog.=) 'false' THEN
             RETURN;
+        END IF;
+        IF NOT v_warm AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_warm_at THEN
+            -- Warm up while the running loop ticks: PL/pgSQL compiles a
+            -- function, and plans each of its statements, on its first
+            -- run in a backend (50-150 ms for the tick path on a loaded
+            -- machine), which would otherwise stall the first round after
+            -- the takeover. So run a real round - one queue forced due, so
+            -- that every statement of the tick path runs (due_queues,
+            -- tick_in_flight, tick_queue's snapshot and INSERT) - and undo
+            -- it: the subtransaction is rolled back (its tick, the forced
+            -- flag, its NOTIFY and its locks go with it; the tick id it
+            -- drew stays used, a gap like any failed tick's). ticker()
+            -- skips a queue whose tick another session holds, so the
+            -- running loop and this never wait on each other; at worst one
+            -- queue is ticked a round later.
+            v_warm := true;
+            BEGIN
+                SELECT q.queue_name INTO v_wq FROM pgque.queue q
+                 WHERE NOT q.queue_external_ticker AND NOT q.queue_ticker_paused
+                 ORDER BY q.queue_id LIMIT 1;
+                IF v_wq IS NOT NULL THEN
+                    PERFORM pgque.force_next_tick(v_wq);
+                END IF;
+                PERFORM pgque.ticker();
+                RAISE SQLSTATE 'PQWRM';
+            EXCEPTION
+                WHEN SQLSTATE 'PQWRM' THEN
+                    NULL;
+                WHEN OTHERS THEN
+                    RAISE LOG 'pgque: ticker_loop warm-up: ticker() failed: % (%)', SQLERRM, SQLSTATE;
+            END;
+            COMMIT;
+            BEGIN
+                PERFORM pgque.rotate_metadata();
+                PERFORM pgque.maint_rotate_tables_step2();
+            EXCEPTION WHEN OTHERS THEN
+                RAISE LOG 'pgque: ticker_loop warm-up: rotation failed: % (%)', SQLERRM, SQLSTATE;
+            END;
+            COMMIT;
         END IF;
         BEGIN
             PERFORM pg_catalog.set_config('lock_timeout', '100ms', true);
@@ -227,5 +280,34 @@ BEGIN
     -- Hand over at once: a run of the other job is waiting on the lock.
     PERFORM pg_catalog.pg_advisory_unlock(c_class, c_key);
     COMMIT;
+    -- Long slots (pg_cron >= 1.5): once a standby has taken over, linger
+    -- 2 s before returning, so that the run pg_cron starts next for this
+    -- job - a new backend, its start-up and its warm-up - does not compete
+    -- with the new holder's first rounds. Holds nothing meanwhile (100 ms
+    -- steps, each its own transaction). Not with short slots: the next run
+    -- must be waiting before the next slot ends. Not on pg_cron 1.4 (one
+    -- job, nobody waiting): its queued run must start at once.
+    IF v_slot OPERATOR(pg_catalog.>=) 10 THEN
+        -- A run waiting on the lock has it by now (the lock manager grants
+        -- it on the unlock); one look, so that on pg_cron 1.4 (nobody
+        -- waits: the queued run starts only when this one returns) the
+        -- handover is not delayed.
+        SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 INTO v_handed
+          FROM pg_catalog.pg_locks l
+         WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
+           AND l.classid OPERATOR(pg_catalog.=) c_class::pg_catalog.oid
+           AND l.objid OPERATOR(pg_catalog.=) c_key::pg_catalog.oid
+           AND l.objsubid OPERATOR(pg_catalog.=) 2
+           AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                                   WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
+        COMMIT;
+        IF v_handed THEN
+            FOR i IN 1..20 LOOP
+                EXIT WHEN pgque.get_setting('ticker_loop_enabled') OPERATOR(pg_catalog.=) 'false';
+                PERFORM pg_catalog.pg_sleep(0.1);
+                COMMIT;
+            END LOOP;
+        END IF;
+    END IF;
 END;
 $$;
