@@ -204,8 +204,8 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	}
 	pwg.Wait()
 	elapsed := time.Since(start)
-	// Drain: wait (≤ 5 s) until every answered push was popped.
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
+	// Drain: wait (≤ LatencyDrain) until every answered push was popped.
+	for deadline := time.Now().Add(p.LatencyDrain); time.Now().Before(deadline) && ctx.Err() == nil; {
 		all := true
 		for i := range n {
 			if acked[i].Load() != 0 && recv[i].Load() == 0 {
@@ -253,6 +253,12 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	if c.Pushed > 0 {
 		c.WALPerPushed = float64(c.WALBytes) / float64(c.Pushed)
 		c.Notes = append(c.Notes, "WAL per message covers the push (one message per request), the broker's tick, the pop and the ack")
+	}
+	if c.Missing > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("%d answered pushes not popped within %s of the producer's end: the percentiles cover the popped ones only", c.Missing, p.LatencyDrain))
+	}
+	if c.Late > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("the producer fell behind: %d pushes waited for one of 256 in-flight slots (%.0f msg/s achieved of %d)", c.Late, c.PushRate, p.LatencyRate))
 	}
 	return nil
 }

@@ -15,6 +15,9 @@ type Params struct {
 	// LatencyPartitions the producer spreads over; LatencyConsumers long-poll.
 	LatencyPartitions int `json:"latency_partitions"`
 	LatencyConsumers  int `json:"latency_consumers"`
+	// LatencyDrain bounds the wait, after the producer stopped, for the
+	// messages still unpopped (then counted missing).
+	LatencyDrain time.Duration `json:"latency_drain"`
 	// TwoBrokers adds a latency cell pushing through broker A and popping
 	// through broker B (the LISTEN/NOTIFY wake).
 	TwoBrokers bool `json:"two_brokers"`
@@ -71,9 +74,9 @@ type Config struct {
 }
 
 func quickParams() Params {
-	s := 4 * time.Second
+	s := 3 * time.Second
 	return Params{
-		LatencyRate: 1000, LatencyDuration: s, LatencyPartitions: 10, LatencyConsumers: 2, TwoBrokers: true,
+		LatencyRate: 1000, LatencyDuration: s, LatencyPartitions: 10, LatencyConsumers: 2, LatencyDrain: 2 * time.Second, TwoBrokers: true,
 		Pushers: 8, PushBatch: 100, PushPartitions: 16, PushDuration: s,
 		PopConsumers: 8, PopBatch: 100, PopDuration: s,
 		HotPartitions: []int{100, 1000}, HotRate: 200, HotConsumers: 4, HotDuration: s,
@@ -83,7 +86,7 @@ func quickParams() Params {
 
 func fullParams() Params {
 	return Params{
-		LatencyRate: 1000, LatencyDuration: time.Minute, LatencyPartitions: 10, LatencyConsumers: 2, TwoBrokers: true,
+		LatencyRate: 1000, LatencyDuration: time.Minute, LatencyPartitions: 10, LatencyConsumers: 2, LatencyDrain: 5 * time.Second, TwoBrokers: true,
 		Pushers: 8, PushBatch: 100, PushPartitions: 16, PushDuration: 45 * time.Second,
 		PopConsumers: 8, PopBatch: 100, PopDuration: 45 * time.Second,
 		HotPartitions: []int{100, 1000, 10000}, HotRate: 200, HotConsumers: 4, HotDuration: 40 * time.Second,

@@ -60,7 +60,10 @@ func targets(res *Results) []Target {
 			} else {
 				v := t.get(c.Latency)
 				tg.Got = fmt.Sprintf("%.2f ms", v)
-				tg.Status = judge(c.Latency.Count > 0 && v <= t.limit)
+				tg.Status = judge(c.Latency.Count > 0 && v <= t.limit && c.Missing == 0)
+				if c.Missing > 0 {
+					tg.Got += fmt.Sprintf(" (%d messages not popped in time)", c.Missing)
+				}
 			}
 			out = append(out, tg)
 		}
