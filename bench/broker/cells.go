@@ -56,16 +56,18 @@ func (s *loopStats) recordPop(ms float64, n int) {
 // consume runs one consumer until ctx ends: wildcard pop on queue, hand
 // the messages to onMsgs (with the time they arrived), ack them as
 // completed unless auto-acked. idle is the pause after an empty pop
-// (0 for long-polling consumers).
+// (0 for long-polling consumers). ctx's end stops the loop, never a
+// request: a pop cut off after the broker leased a partition would leave
+// that partition leased into the next cell, so the last pop finishes and
+// its messages are acked.
 func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idle time.Duration, st *loopStats, onMsgs func(time.Time, []message)) {
 	for ctx.Err() == nil {
 		t0 := time.Now()
-		msgs, err := r.c.pop(ctx, base, queue, o)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		msgs, err := r.c.pop(pctx, base, queue, o)
+		cancel()
 		at := time.Now()
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
 			if st.measuring.Load() {
 				st.errors.Add(1)
 			}
@@ -82,9 +84,7 @@ func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idl
 		}
 		n := len(msgs)
 		if !o.autoAck {
-			// Ack with a context of its own: a lease left behind by the
-			// cell's end would block the partition for the next cell.
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			n, err = r.c.ack(actx, base, o.group, msgs)
 			cancel()
 			if err != nil && st.measuring.Load() {

@@ -96,6 +96,9 @@ func (c *client) pop(ctx context.Context, base, queue string, o popOpts) ([]mess
 	if o.group != "" {
 		q.Set("consumerGroup", o.group)
 	}
+	// A short lease: should a batch ever go unacked (a failed ack), its
+	// partition is free again within the next cell.
+	q.Set("leaseSeconds", "30")
 	var res popResponse
 	code, err := c.do(ctx, http.MethodGet, base+"/api/v1/pop/queue/"+url.PathEscape(queue)+"?"+q.Encode(), nil, &res)
 	if err != nil {
