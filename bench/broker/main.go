@@ -41,10 +41,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	state := fs.String("state-dir", "/tmp/pgque-bench-broker", "state directory of the benchmark's own cluster and brokers (wiped first)")
 	bin := fs.String("pgquectl", "", "a pgquectl binary to run (default: go build ./cmd/pgquectl into the state directory)")
 	keep := fs.Bool("keep-cluster", false, "leave the cluster running at the end")
+	rerender := fs.String("report", "", "re-judge the targets and re-render report.md from DIR/results.json, run nothing")
 	var serveFlags multiFlag
 	fs.Var(&serveFlags, "serve-flag", "extra flag for every `pgquectl serve` (repeat it: --serve-flag=--pool-size=40 --serve-flag=--log-level=info)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *rerender != "" {
+		if err := Rerender(*rerender); err != nil {
+			fmt.Fprintln(stderr, "broker bench:", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "re-rendered %s/%s\n", *rerender, fileReport)
+		return 0
 	}
 	if *quick {
 		*profile = "quick"

@@ -127,6 +127,14 @@ func distCols(d *Dist) string {
 	return fmt.Sprintf("%.2f | %.2f | %.2f | %.1f", d.P50, d.P90, d.P99, d.Max)
 }
 
+// pair is "p50 | p99" of d, dashes when there is none.
+func pair(d *Dist) string {
+	if d == nil || d.Count == 0 {
+		return "— | —"
+	}
+	return fmt.Sprintf("%.2f | %.2f", d.P50, d.P99)
+}
+
 func statusCol(c *Cell) string {
 	switch c.Status {
 	case StatusMeasured:
@@ -185,9 +193,8 @@ func renderReport(res *Results) string {
 			w("| %s | %s | %d | | | | | | | | | | | | | | | %s |\n", c.Name, c.Hotlist, c.Brokers, statusCol(c))
 			continue
 		}
-		pr := c.PushRequest
 		w("| %s | %s | %d | %d | %s | %s | %s | %s | %d | %d | %d | %s | %s |\n", c.Name, c.Hotlist, c.Brokers, c.Pushed, f0(c.PushRate),
-			distCols(c.Latency), fmt.Sprintf("%.2f | %.2f", c.SendLatency.P50, c.SendLatency.P99), fmt.Sprintf("%.2f | %.2f", pr.P50, pr.P99),
+			distCols(c.Latency), pair(c.SendLatency), pair(c.PushRequest),
 			c.BeforeAck, c.Missing, c.Duplicates, f0(c.WALPerPushed), noteCol(c))
 	}
 
@@ -200,12 +207,15 @@ func renderReport(res *Results) string {
 		case c.Status != StatusMeasured:
 			w("| %s | %s | | | | | | | | | %s |\n", c.Name, c.Hotlist, statusCol(c))
 		case c.Kind == "push":
-			reqs := float64(c.PushRequest.Count) / c.Seconds
-			w("| %s | %s | %.1f | %d | %s | %s | %.2f | %.2f | %d | %s | %s |\n", c.Name, c.Hotlist, c.Seconds, c.Pushed, f0(c.PushRate), f0(reqs),
-				c.PushRequest.P50, c.PushRequest.P99, c.WALBytes, f0(c.WALPerPushed), noteCol(c))
+			reqs := 0.0
+			if c.PushRequest != nil && c.Seconds > 0 {
+				reqs = float64(c.PushRequest.Count) / c.Seconds
+			}
+			w("| %s | %s | %.1f | %d | %s | %s | %s | %d | %s | %s |\n", c.Name, c.Hotlist, c.Seconds, c.Pushed, f0(c.PushRate), f0(reqs),
+				pair(c.PushRequest), c.WALBytes, f0(c.WALPerPushed), noteCol(c))
 		default:
-			w("| %s | %s | %.1f | %d | %s | %s | %.2f | %.2f | %d | %s | %s |\n", c.Name, c.Hotlist, c.Seconds, c.Consumed, f0(c.ConsumeRate), f0(c.PopsPerSec),
-				c.PopRequest.P50, c.PopRequest.P99, c.WALBytes, f0(c.WALPerConsumed), noteCol(c))
+			w("| %s | %s | %.1f | %d | %s | %s | %s | %d | %s | %s |\n", c.Name, c.Hotlist, c.Seconds, c.Consumed, f0(c.ConsumeRate), f0(c.PopsPerSec),
+				pair(c.PopRequest), c.WALBytes, f0(c.WALPerConsumed), noteCol(c))
 		}
 	}
 
@@ -230,8 +240,8 @@ func renderReport(res *Results) string {
 		case c.Status != StatusMeasured:
 			w("| %s | %s | | | | | | | %s |\n", c.Name, c.Hotlist, statusCol(c))
 		default:
-			w("| %s | %s | %s | %d | %s | %.2f | %.2f | %.3f | %s |\n", c.Name, c.Hotlist, f0(c.PopsPerSec), c.Pops, f0(c.ConsumeRate),
-				c.PopRequest.P50, c.PopRequest.P99, c.PGPopMsPerPop, noteCol(c))
+			w("| %s | %s | %s | %d | %s | %s | %.3f | %s |\n", c.Name, c.Hotlist, f0(c.PopsPerSec), c.Pops, f0(c.ConsumeRate),
+				pair(c.PopRequest), c.PGPopMsPerPop, noteCol(c))
 		}
 	}
 

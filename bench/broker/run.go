@@ -234,3 +234,18 @@ func writeResults(dir string, res *Results) error {
 	}
 	return os.WriteFile(filepath.Join(dir, fileReport), []byte(renderReport(res)), 0o644)
 }
+
+// Rerender re-judges the targets and rewrites report.md and results.json
+// from dir/results.json.
+func Rerender(dir string) error {
+	raw, err := os.ReadFile(filepath.Join(dir, fileJSON))
+	if err != nil {
+		return err
+	}
+	var res Results
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("reading %s: %w", filepath.Join(dir, fileJSON), err)
+	}
+	res.Targets = targets(&res)
+	return writeResults(dir, &res)
+}
