@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +43,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	bin := fs.String("pgquectl", "", "a pgquectl binary to run (default: go build ./cmd/pgquectl into the state directory)")
 	keep := fs.Bool("keep-cluster", false, "leave the cluster running at the end")
 	rerender := fs.String("report", "", "re-judge the targets and re-render report.md from DIR/results.json, run nothing")
+	parts := fs.String("partitions", "", "partition counts of the wildcard cells, comma-separated (default: the profile's: quick 100,1000; full 100,1000,10000)")
 	var serveFlags multiFlag
 	fs.Var(&serveFlags, "serve-flag", "extra flag for every `pgquectl serve` (repeat it: --serve-flag=--pool-size=40 --serve-flag=--log-level=info)")
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +64,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "broker bench:", err)
 		return 2
+	}
+	if *parts != "" {
+		params.HotPartitions = nil
+		for _, f := range strings.Split(*parts, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 10 {
+				fmt.Fprintf(stderr, "broker bench: --partitions: %q is not a count of at least 10 (10 of them are hot)\n", f)
+				return 2
+			}
+			params.HotPartitions = append(params.HotPartitions, n)
+		}
 	}
 	if *out == "" {
 		*out = filepath.Join("bench", "broker", "results", time.Now().UTC().Format("2006-01-02"))
