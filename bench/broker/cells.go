@@ -40,8 +40,11 @@ type loopStats struct {
 	popMs       []float64
 }
 
-func (s *loopStats) recordPop(ms float64, n int) {
-	if !s.measuring.Load() {
+// recordPop counts a pop that started while measuring (counted is the
+// flag at its start: a slow pop started in the window counts, however long
+// it takes).
+func (s *loopStats) recordPop(counted bool, ms float64, n int) {
+	if !counted {
 		return
 	}
 	s.pops.Add(1)
@@ -63,18 +66,19 @@ func (s *loopStats) recordPop(ms float64, n int) {
 func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idle time.Duration, st *loopStats, onMsgs func(time.Time, []message)) {
 	for ctx.Err() == nil {
 		t0 := time.Now()
+		counted := st.measuring.Load()
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		msgs, err := r.c.pop(pctx, base, queue, o)
 		cancel()
 		at := time.Now()
 		if err != nil {
-			if st.measuring.Load() {
+			if counted {
 				st.errors.Add(1)
 			}
 			sleepCtx(ctx, 10*time.Millisecond)
 			continue
 		}
-		st.recordPop(float64(at.Sub(t0))/float64(time.Millisecond), len(msgs))
+		st.recordPop(counted, float64(at.Sub(t0))/float64(time.Millisecond), len(msgs))
 		if len(msgs) == 0 {
 			sleepCtx(ctx, idle)
 			continue
@@ -87,11 +91,11 @@ func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idl
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			n, err = r.c.ack(actx, base, o.group, msgs)
 			cancel()
-			if err != nil && st.measuring.Load() {
+			if err != nil && counted {
 				st.errors.Add(1)
 			}
 		}
-		if st.measuring.Load() {
+		if counted {
 			st.consumed.Add(int64(n))
 		}
 	}
@@ -413,19 +417,26 @@ func (r *runner) seedPartitions(ctx context.Context, base, queue string, partiti
 	if err := flush(); err != nil {
 		return fmt.Errorf("seeding %s: %w", queue, err)
 	}
-	got := 0
-	o := popOpts{batch: 1000, partitions: 1000, autoAck: true}
-	for deadline := time.Now().Add(3 * time.Minute); got < partitions; {
+	// Drain with auto-ack pops claiming 200 partitions each (a pop claiming
+	// 1,000 of 10,000 partitions overran the broker's 30 s statement
+	// timeout on a loaded machine); a failed pop is retried.
+	got, fails := 0, 0
+	o := popOpts{batch: 200, partitions: 200, autoAck: true}
+	for deadline := time.Now().Add(5 * time.Minute); got < partitions; {
 		msgs, err := r.c.pop(ctx, base, queue, o)
 		if err != nil {
-			return fmt.Errorf("draining the seed of %s: %w", queue, err)
+			if fails++; fails > 5 || ctx.Err() != nil {
+				return fmt.Errorf("draining the seed of %s (%d of %d popped): %w", queue, got, partitions, err)
+			}
+			r.log("seed drain pop failed, retrying", "queue", queue, "err", err)
+			continue
 		}
 		got += len(msgs)
 		if len(msgs) == 0 {
 			sleepCtx(ctx, 20*time.Millisecond)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("draining the seed of %s: %d of %d after 3 minutes", queue, got, partitions)
+			return fmt.Errorf("draining the seed of %s: %d of %d after 5 minutes", queue, got, partitions)
 		}
 	}
 	return nil
@@ -482,11 +493,16 @@ func (r *runner) wildcardCell(ctx context.Context, c *Cell, base, queue string) 
 	sleepCtx(ctx, p.HotDuration)
 	st.measuring.Store(false)
 	elapsed := time.Since(start)
+	// The pops started in the window finish (and count) before the
+	// statements are read.
+	stop()
+	wg.Wait()
 	if err := r.e.endCell(ctx, snap, c); err != nil {
 		return err
 	}
-	stop()
-	wg.Wait()
+	if st.pops.Load() == 0 {
+		return fmt.Errorf("no pop answered in %s (%d failed)", p.HotDuration, st.errors.Load())
+	}
 	c.Seconds = elapsed.Seconds()
 	c.Consumers = p.HotConsumers
 	c.Pushed, c.Consumed = pushed.Load(), st.consumed.Load()
@@ -555,6 +571,9 @@ func (r *runner) consumersCell(ctx context.Context, c *Cell, base, queue string)
 	elapsed := time.Since(start)
 	if err := r.e.endCell(ctx, snap, c); err != nil {
 		return err
+	}
+	if st.pops.Load() == 0 {
+		return fmt.Errorf("no pop answered in %s (%d failed)", p.ManyDuration, st.errors.Load())
 	}
 	c.Seconds = elapsed.Seconds()
 	c.Consumers = p.ManyConsumers

@@ -93,13 +93,17 @@ func (r *runner) runAll(ctx context.Context, res *Results) {
 	url := func(i int) string { return e.brokers[i].url }
 	latOff := &Cell{Name: "latency-off", Kind: "latency", Hotlist: "off", Brokers: 1, Partitions: p.LatencyPartitions, Consumers: p.LatencyConsumers}
 	run(latOff, func() error { return r.latencyCell(ctx, latOff, url(0), url(0)) })
+	seeded := map[int]bool{}
 	for _, n := range p.HotPartitions {
 		q := fmt.Sprintf("wild-%d", n)
 		c := &Cell{Name: fmt.Sprintf("wildcard-%d-off", n), Kind: "wildcard", Hotlist: "off", Brokers: 1, Partitions: n}
 		run(c, func() error {
+			t0 := time.Now()
 			if err := r.seedPartitions(ctx, url(0), q, n); err != nil {
 				return err
 			}
+			seeded[n] = true
+			c.Notes = append(c.Notes, fmt.Sprintf("seeding (one message per partition, popped) took %.1f s", time.Since(t0).Seconds()))
 			return r.wildcardCell(ctx, c, url(0), q)
 		})
 	}
@@ -116,7 +120,12 @@ func (r *runner) runAll(ctx context.Context, res *Results) {
 		run(lat, func() error { return r.latencyCell(ctx, lat, url(0), url(0)) })
 		for _, n := range p.HotPartitions {
 			c := &Cell{Name: fmt.Sprintf("wildcard-%d-on", n), Kind: "wildcard", Hotlist: "on", Brokers: 1, Partitions: n}
-			run(c, func() error { return r.wildcardCell(ctx, c, url(0), fmt.Sprintf("wild-%d", n)) })
+			run(c, func() error {
+				if !seeded[n] {
+					return fmt.Errorf("the queue of %d partitions was not seeded (see wildcard-%d-off)", n, n)
+				}
+				return r.wildcardCell(ctx, c, url(0), fmt.Sprintf("wild-%d", n))
+			})
 		}
 		many := &Cell{Name: fmt.Sprintf("consumers-%d-on", p.ManyConsumers), Kind: "consumers", Hotlist: "on", Brokers: 1, Partitions: p.ManyPartitions}
 		run(many, func() error { return r.consumersCell(ctx, many, url(0), "many-on") })
