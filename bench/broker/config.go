@@ -66,6 +66,9 @@ type Config struct {
 	Binary string
 	// ServeFlags are appended to every `pgquectl serve` command line.
 	ServeFlags []string
+	// Ticker is the scheduled ticking beside the brokers: TickerDaemon
+	// (default), TickerCron or TickerNone.
+	Ticker string
 	// KeepCluster leaves the cluster running at the end.
 	KeepCluster bool
 	// Command is the command line, for the report.

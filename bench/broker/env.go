@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -56,7 +57,59 @@ type env struct {
 	hotlist bool // serve knows --hotlist
 	db      *pgx.Conn
 	brokers []*brokerProc
+	ticker  *brokerProc // the ticker daemon (--ticker daemon)
 	seq     int
+}
+
+// Ticker modes (--ticker).
+const (
+	TickerDaemon = "daemon" // pgquectl tick --run --hz 100 beside the brokers
+	TickerCron   = "cron"   // pgquectl tick --hz 100: pg_cron jobs
+	TickerNone   = "none"   // only the brokers' own ticks after pushes
+)
+
+// startTicker starts the scheduled ticking the engine runs in production
+// beside the brokers (rotation and maintenance included).
+func (e *env) startTicker(ctx context.Context) error {
+	switch e.cfg.Ticker {
+	case TickerNone:
+		return nil
+	case TickerCron:
+		if !e.cluster.CronPreloaded {
+			return errors.New("--ticker cron: pg_cron is not installed for this PostgreSQL (scripts/setup.sh installs it); use --ticker daemon")
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, e.bin, "tick", "--hz", "100", "--dsn", e.dsn).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("pgquectl tick --hz 100: %w\n%s", err, out)
+		}
+		return nil
+	}
+	logPath := filepath.Join(e.cfg.StateDir, "ticker.log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(e.bin, "tick", "--run", "--hz", "100", "--dsn", e.dsn, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = lf.Close()
+		return fmt.Errorf("starting %s tick --run: %w", e.bin, err)
+	}
+	t := &brokerProc{cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); _ = lf.Close(); close(t.done) }()
+	e.ticker = t
+	e.writePids()
+	e.cfg.Log.Info("ticker daemon started", "hz", 100, "log", logPath)
+	select {
+	case <-t.done:
+		tail, _ := os.ReadFile(logPath)
+		return fmt.Errorf("the ticker daemon exited: %s", lastLines(string(tail), 10))
+	case <-time.After(500 * time.Millisecond):
+	}
+	return nil
 }
 
 // setupEnv wipes and starts the cluster, builds pgquectl, installs the
@@ -132,9 +185,14 @@ func setupEnv(ctx context.Context, cfg Config) (*env, error) {
 	return e, nil
 }
 
-// close stops the brokers and (unless kept) the cluster.
+// close stops the brokers, the ticker and (unless kept) the cluster.
 func (e *env) close() {
 	e.stopBrokers()
+	if e.ticker != nil {
+		stopProc(e.ticker)
+		e.ticker = nil
+		e.writePids()
+	}
 	if e.db != nil {
 		_ = e.db.Close(context.Background())
 	}
@@ -193,16 +251,21 @@ func (e *env) startBrokers(ctx context.Context, n int, hotlist bool) error {
 
 func (e *env) stopBrokers() {
 	for _, b := range e.brokers {
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.done:
-		case <-time.After(15 * time.Second):
-			_ = b.cmd.Process.Kill()
-			<-b.done
-		}
+		stopProc(b)
 	}
 	e.brokers = nil
 	e.writePids()
+}
+
+// stopProc sends SIGTERM, and SIGKILL after 15 s.
+func stopProc(b *brokerProc) {
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(15 * time.Second):
+		_ = b.cmd.Process.Kill()
+		<-b.done
+	}
 }
 
 // brokersPidFile lists the running brokers' pids, so that a run killed
@@ -215,11 +278,14 @@ func (e *env) writePids() {
 	for _, p := range e.brokers {
 		fmt.Fprintf(&b, "%d\n", p.cmd.Process.Pid)
 	}
+	if e.ticker != nil {
+		fmt.Fprintf(&b, "%d\n", e.ticker.cmd.Process.Pid)
+	}
 	_ = os.WriteFile(filepath.Join(e.cfg.StateDir, brokersPidFile), []byte(b.String()), 0o644)
 }
 
-// killStaleBrokers stops the `pgquectl serve` processes a previous run
-// left (by pid, and only when the process is still a serve).
+// killStaleBrokers stops the `pgquectl serve` / `tick --run` processes a
+// previous run left (by pid, and only when the process is still one).
 func killStaleBrokers(stateDir string) {
 	raw, err := os.ReadFile(filepath.Join(stateDir, brokersPidFile))
 	if err != nil {
@@ -231,7 +297,7 @@ func killStaleBrokers(stateDir string) {
 			continue
 		}
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !strings.Contains(string(cmdline), "serve") {
+		if err != nil || !(strings.Contains(string(cmdline), "serve") || strings.Contains(string(cmdline), "tick")) {
 			continue
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)

@@ -42,6 +42,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	state := fs.String("state-dir", "/tmp/pgque-bench-broker", "state directory of the benchmark's own cluster and brokers (wiped first)")
 	bin := fs.String("pgquectl", "", "a pgquectl binary to run (default: go build ./cmd/pgquectl into the state directory)")
 	keep := fs.Bool("keep-cluster", false, "leave the cluster running at the end")
+	ticker := fs.String("ticker", TickerDaemon, "scheduled ticking beside the brokers: daemon (pgquectl tick --run --hz 100), cron (pg_cron jobs at 100 Hz; pg_cron 1.4 starts them at the next minute) or none (the brokers' own ticks only)")
 	rerender := fs.String("report", "", "re-judge the targets and re-render report.md from DIR/results.json, run nothing")
 	parts := fs.String("partitions", "", "partition counts of the wildcard cells, comma-separated (default: the profile's: quick 100,1000; full 100,1000,10000)")
 	var serveFlags multiFlag
@@ -59,6 +60,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if *quick {
 		*profile = "quick"
+	}
+	switch *ticker {
+	case TickerDaemon, TickerCron, TickerNone:
+	default:
+		fmt.Fprintf(stderr, "broker bench: --ticker %q: use daemon, cron or none\n", *ticker)
+		return 2
 	}
 	params, err := Profile(*profile)
 	if err != nil {
@@ -81,7 +88,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := Config{Profile: *profile, Params: params, StateDir: *state, OutDir: *out, Binary: *bin,
-		ServeFlags: serveFlags, KeepCluster: *keep, Log: log,
+		ServeFlags: serveFlags, KeepCluster: *keep, Ticker: *ticker, Log: log,
 		Command: append([]string{"go run ./bench/broker"}, args...)}
 	// The first signal stops the run (the report of the cells done is still
 	// written); a second one kills the process.

@@ -164,6 +164,7 @@ func renderReport(res *Results) string {
 		hl = "no: this build's `serve` has no `--hotlist`; the \"on\" cells are not available"
 	}
 	w("| hot-list switch | %s |\n", hl)
+	w("| scheduled ticking | %s |\n", tickerText(res.Ticker))
 	w("| duration | %s |\n\n", res.Finished.Sub(res.Started).Round(time.Second))
 	if busy := max(m.LoadStart[0], m.LoadEnd[0]); busy > float64(m.NProc) {
 		w("**The machine was busy** (load average %.1f on %d CPUs, mostly not this benchmark): latencies and rates are lower bounds of what the code does on a quiet machine; compare cells of one run, not runs.\n\n", busy, m.NProc)
@@ -317,4 +318,16 @@ func sortedWildcard(cells []*Cell) []*Cell {
 		return out[i].Hotlist < out[j].Hotlist
 	})
 	return out
+}
+
+func tickerText(t string) string {
+	switch t {
+	case TickerDaemon:
+		return "`pgquectl tick --run --hz 100` (the ticker daemon: ticks, rotation, maintenance) beside the brokers"
+	case TickerCron:
+		return "pg_cron jobs at 100 Hz (`pgquectl tick --hz 100`)"
+	case TickerNone:
+		return "none: only the brokers' own ticks after pushes (no rotation)"
+	}
+	return t
 }

@@ -127,6 +127,7 @@ type Results struct {
 	Profile        string            `json:"profile"`
 	Params         Params            `json:"params"`
 	ServeFlags     []string          `json:"serve_flags"`
+	Ticker         string            `json:"ticker"`
 	HotlistSwitch  bool              `json:"hotlist_switch_available"`
 	Settings       map[string]string `json:"cluster_settings"`
 	Started        time.Time         `json:"started"`

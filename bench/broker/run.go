@@ -21,10 +21,13 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if cfg.Log == nil {
 		return nil, errors.New("no logger")
 	}
+	if cfg.Ticker == "" {
+		cfg.Ticker = TickerDaemon
+	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", cfg.OutDir, err)
 	}
-	res := &Results{Command: cfg.Command, Profile: cfg.Profile, Params: cfg.Params, ServeFlags: cfg.ServeFlags,
+	res := &Results{Command: cfg.Command, Profile: cfg.Profile, Params: cfg.Params, ServeFlags: cfg.ServeFlags, Ticker: cfg.Ticker,
 		Started: time.Now().UTC(), Machine: machineFacts()}
 	e, err := setupEnv(ctx, cfg)
 	if err != nil {
@@ -35,6 +38,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	res.Settings = clusterSettings(e.cluster.CronPreloaded)
 	_ = e.db.QueryRow(ctx, "SELECT version()").Scan(&res.Machine.PostgreSQL)
 
+	if err := e.startTicker(ctx); err != nil {
+		return nil, err
+	}
 	r := &runner{e: e, c: newClient(), p: cfg.Params, log: cfg.Log.Info}
 	defer r.c.close()
 	r.runAll(ctx, res)
