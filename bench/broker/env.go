@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -275,11 +276,12 @@ const brokersPidFile = "brokers.pid"
 
 func (e *env) writePids() {
 	var b strings.Builder
-	for _, p := range e.brokers {
-		fmt.Fprintf(&b, "%d\n", p.cmd.Process.Pid)
-	}
+	procs := e.brokers
 	if e.ticker != nil {
-		fmt.Fprintf(&b, "%d\n", e.ticker.cmd.Process.Pid)
+		procs = append(procs[:len(procs):len(procs)], e.ticker)
+	}
+	for _, p := range procs {
+		fmt.Fprintf(&b, "%d %s\n", p.cmd.Process.Pid, p.cmd.Args[0])
 	}
 	_ = os.WriteFile(filepath.Join(e.cfg.StateDir, brokersPidFile), []byte(b.String()), 0o644)
 }
@@ -291,13 +293,15 @@ func killStaleBrokers(stateDir string) {
 	if err != nil {
 		return
 	}
-	for _, f := range strings.Fields(string(raw)) {
-		var pid int
-		if _, err := fmt.Sscan(f, &pid); err != nil || pid <= 1 {
+	for _, line := range strings.Split(string(raw), "\n") {
+		pidText, bin, ok := strings.Cut(line, " ")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 1 {
 			continue
 		}
+		// Only when that pid still runs that binary (pids are reused).
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !(strings.Contains(string(cmdline), "serve") || strings.Contains(string(cmdline), "tick")) {
+		if argv0, _, _ := strings.Cut(string(cmdline), "\x00"); err != nil || argv0 != bin {
 			continue
 		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
