@@ -176,7 +176,10 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	var pmu sync.Mutex
 	var pushMs []float64
 	start := time.Now()
-	for i := 0; i < n && ctx.Err() == nil; i++ {
+	end := start.Add(p.LatencyDuration)
+	// The schedule ends at the cell's end even when the producer fell
+	// behind it (fewer than n pushes then).
+	for i := 0; i < n && ctx.Err() == nil && time.Now().Before(end); i++ {
 		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
 			time.Sleep(d)
 		}
