@@ -519,19 +519,28 @@ func (r *runner) wildcardCell(ctx context.Context, c *Cell, base, queue string) 
 	return nil
 }
 
-// consumersCell: ManyConsumers long-polling clients over ManyPartitions
-// partitions holding ManyBacklog messages, with ManyRate more per second.
-func (r *runner) consumersCell(ctx context.Context, c *Cell, base, queue string) error {
-	p := r.p
+// prefill pushes n messages over partitions partitions of queue, 1,000
+// per request.
+func (r *runner) prefill(ctx context.Context, base, queue string, n, partitions int) error {
 	items := make([]pushItem, 0, 1000)
-	for i := range p.ManyBacklog {
-		items = append(items, pushItem{Queue: queue, Partition: partName(i % p.ManyPartitions), Payload: payload{Seq: int64(i), Body: body}})
-		if len(items) == cap(items) || i == p.ManyBacklog-1 {
+	for i := range n {
+		items = append(items, pushItem{Queue: queue, Partition: partName(i % partitions), Payload: payload{Seq: int64(i), Body: body}})
+		if len(items) == cap(items) || i == n-1 {
 			if _, err := r.c.push(ctx, base, items); err != nil {
 				return fmt.Errorf("prefilling %s: %w", queue, err)
 			}
 			items = items[:0]
 		}
+	}
+	return nil
+}
+
+// consumersCell: ManyConsumers long-polling clients over ManyPartitions
+// partitions holding ManyBacklog messages, with ManyRate more per second.
+func (r *runner) consumersCell(ctx context.Context, c *Cell, base, queue string) error {
+	p := r.p
+	if err := r.prefill(ctx, base, queue, p.ManyBacklog, p.ManyPartitions); err != nil {
+		return err
 	}
 	snap, err := r.e.beginCell(ctx, true)
 	if err != nil {

@@ -30,6 +30,9 @@ type Params struct {
 	PushDuration   time.Duration `json:"push_duration"`
 	// Pop+ack throughput over the push cell's backlog: PopConsumers
 	// clients popping PopBatch, for at most PopDuration (or until drained).
+	// PopBacklog is the size of a second, fresh backlog popped the same way
+	// (the push cell's backlog is as large as its throughput makes it).
+	PopBacklog   int           `json:"pop_backlog"`
 	PopConsumers int           `json:"pop_consumers"`
 	PopBatch     int           `json:"pop_batch"`
 	PopDuration  time.Duration `json:"pop_duration"`
@@ -81,7 +84,7 @@ func quickParams() Params {
 	return Params{
 		LatencyRate: 1000, LatencyDuration: s, LatencyPartitions: 10, LatencyConsumers: 2, LatencyDrain: 2 * time.Second, TwoBrokers: true,
 		Pushers: 8, PushBatch: 100, PushPartitions: 16, PushDuration: s,
-		PopConsumers: 8, PopBatch: 100, PopDuration: s,
+		PopConsumers: 8, PopBatch: 100, PopDuration: s, PopBacklog: 5000,
 		HotPartitions: []int{100, 1000}, HotRate: 200, HotConsumers: 4, HotDuration: s,
 		ManyConsumers: 64, ManyPartitions: 1000, ManyBacklog: 10000, ManyRate: 1000, ManyBatch: 10, ManyDuration: s,
 	}
@@ -91,9 +94,9 @@ func fullParams() Params {
 	return Params{
 		LatencyRate: 1000, LatencyDuration: time.Minute, LatencyPartitions: 10, LatencyConsumers: 2, LatencyDrain: 5 * time.Second, TwoBrokers: true,
 		Pushers: 8, PushBatch: 100, PushPartitions: 16, PushDuration: 45 * time.Second,
-		PopConsumers: 8, PopBatch: 100, PopDuration: 45 * time.Second,
-		HotPartitions: []int{100, 1000, 10000}, HotRate: 200, HotConsumers: 4, HotDuration: 40 * time.Second,
-		ManyConsumers: 64, ManyPartitions: 1000, ManyBacklog: 50000, ManyRate: 2000, ManyBatch: 10, ManyDuration: 40 * time.Second,
+		PopConsumers: 8, PopBatch: 100, PopDuration: 45 * time.Second, PopBacklog: 20000,
+		HotPartitions: []int{100, 1000, 10000}, HotRate: 200, HotConsumers: 4, HotDuration: 30 * time.Second,
+		ManyConsumers: 64, ManyPartitions: 1000, ManyBacklog: 30000, ManyRate: 2000, ManyBatch: 10, ManyDuration: 30 * time.Second,
 	}
 }
 

@@ -60,8 +60,9 @@ func TestQuickProfileSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every cell of the profile: 3 latency (off, on, two brokers), 2 per
-	// wildcard size, 2 many-consumer, push, pop+ack.
-	want := 3 + 2*len(params.HotPartitions) + 2 + 2
+	// wildcard size, 2 many-consumer, pop+ack of a fresh backlog, push,
+	// pop+ack of the push cell's backlog.
+	want := 3 + 2*len(params.HotPartitions) + 2 + 3
 	if len(back.Cells) != want || len(res.Cells) != want {
 		t.Fatalf("%d cells in results.json (%d returned), want %d", len(back.Cells), len(res.Cells), want)
 	}

@@ -144,6 +144,13 @@ func (r *runner) runAll(ctx context.Context, res *Results) {
 	}
 
 	// Throughput, with the serve default.
+	fresh := &Cell{Name: fmt.Sprintf("pop-ack-%d", p.PopBacklog), Kind: "popack", Hotlist: on, Brokers: 1, Partitions: p.PushPartitions, Consumers: p.PopConsumers}
+	run(fresh, func() error {
+		if err := r.prefill(ctx, url(0), "tp-fresh", p.PopBacklog, p.PushPartitions); err != nil {
+			return err
+		}
+		return r.popAckCell(ctx, fresh, url(0), "tp-fresh", int64(p.PopBacklog))
+	})
 	push := &Cell{Name: "push-batch100", Kind: "push", Hotlist: on, Brokers: 1, Partitions: p.PushPartitions, Consumers: p.Pushers}
 	run(push, func() error { return r.pushCell(ctx, push, url(0), "tp") })
 	popack := &Cell{Name: "pop-ack", Kind: "popack", Hotlist: on, Brokers: 1, Partitions: p.PushPartitions, Consumers: p.PopConsumers}
