@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// client speaks the Queen v1 routes the benchmark uses.
+type client struct {
+	http *http.Client
+}
+
+func newClient() *client {
+	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute,
+		DisableCompression: true}
+	return &client{http: &http.Client{Transport: tr}}
+}
+
+func (c *client) close() { c.http.CloseIdleConnections() }
+
+// pushItem is one item of POST /api/v1/push.
+type pushItem struct {
+	Queue     string `json:"queue"`
+	Partition string `json:"partition"`
+	Payload   any    `json:"payload"`
+}
+
+type pushResult struct {
+	Status string `json:"status"`
+}
+
+// push posts items and returns how many were queued.
+func (c *client) push(ctx context.Context, base string, items []pushItem) (int, error) {
+	body, err := json.Marshal(map[string]any{"items": items})
+	if err != nil {
+		return 0, err
+	}
+	var res []pushResult
+	code, err := c.do(ctx, http.MethodPost, base+"/api/v1/push", body, &res)
+	if err != nil {
+		return 0, err
+	}
+	if code != http.StatusCreated {
+		return 0, fmt.Errorf("push: HTTP %d", code)
+	}
+	n := 0
+	for _, r := range res {
+		if r.Status == "queued" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// message is one popped message (the fields the benchmark reads).
+type message struct {
+	TransactionID string          `json:"transactionId"`
+	PartitionID   string          `json:"partitionId"`
+	LeaseID       string          `json:"leaseId"`
+	Data          json.RawMessage `json:"data"`
+}
+
+type popResponse struct {
+	Messages []message `json:"messages"`
+}
+
+// popOpts are the query parameters of a wildcard pop.
+type popOpts struct {
+	batch, partitions int
+	autoAck, wait     bool
+	timeout           time.Duration
+	group             string
+}
+
+// pop runs GET /api/v1/pop/queue/:queue; 204 gives no messages.
+func (c *client) pop(ctx context.Context, base, queue string, o popOpts) ([]message, error) {
+	q := url.Values{}
+	q.Set("batch", strconv.Itoa(o.batch))
+	if o.partitions > 1 {
+		q.Set("partitions", strconv.Itoa(o.partitions))
+	}
+	if o.autoAck {
+		q.Set("autoAck", "true")
+	}
+	if o.wait {
+		q.Set("wait", "true")
+		q.Set("timeout", strconv.Itoa(int(o.timeout/time.Millisecond)))
+	}
+	if o.group != "" {
+		q.Set("consumerGroup", o.group)
+	}
+	// A short lease: should a batch ever go unacked (a failed ack), its
+	// partition is free again within the next cell.
+	q.Set("leaseSeconds", "30")
+	var res popResponse
+	code, err := c.do(ctx, http.MethodGet, base+"/api/v1/pop/queue/"+url.PathEscape(queue)+"?"+q.Encode(), nil, &res)
+	if err != nil {
+		return nil, err
+	}
+	switch code {
+	case http.StatusNoContent:
+		return nil, nil
+	case http.StatusOK:
+		return res.Messages, nil
+	}
+	return nil, fmt.Errorf("pop: HTTP %d", code)
+}
+
+type ackItem struct {
+	TransactionID string `json:"transactionId"`
+	PartitionID   string `json:"partitionId"`
+	LeaseID       string `json:"leaseId,omitempty"`
+	Status        string `json:"status"`
+}
+
+type ackResult struct {
+	Success bool   `json:"success"`
+	Error   string `json:"error"`
+}
+
+// ack acknowledges msgs as completed in one POST /api/v1/ack/batch and
+// returns how many succeeded.
+func (c *client) ack(ctx context.Context, base, group string, msgs []message) (int, error) {
+	items := make([]ackItem, len(msgs))
+	for i, m := range msgs {
+		items[i] = ackItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: "completed"}
+	}
+	body := map[string]any{"acknowledgments": items}
+	if group != "" {
+		body["consumerGroup"] = group
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return 0, err
+	}
+	var res []ackResult
+	code, err := c.do(ctx, http.MethodPost, base+"/api/v1/ack/batch", raw, &res)
+	if err != nil {
+		return 0, err
+	}
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("ack: HTTP %d", code)
+	}
+	n := 0
+	for _, r := range res {
+		if r.Success {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (c *client) do(ctx context.Context, method, u string, body []byte, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if resp.StatusCode >= 300 || resp.StatusCode == http.StatusNoContent {
+		if resp.StatusCode >= 400 {
+			return resp.StatusCode, fmt.Errorf("%s %s: HTTP %d: %s", method, u, resp.StatusCode, bytes.TrimSpace(raw))
+		}
+		return resp.StatusCode, nil
+	}
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: decoding the answer: %w", method, u, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
