@@ -269,3 +269,35 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	}
 	exactlyOnce(t, append(msgPayloads(again), e.drain("q", "c", 100)...), want)
 }
+
+// TestDeliveryNextBatchReturnsOpenDelivery: next_batch() while a receive()
+// delivery is out returns that delivery (as when the row held it), and
+// next_batch_info its ticks; finishing it finishes the delivery.
+func TestDeliveryNextBatchReturnsOpenDelivery(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('q')`)
+	e.exec(`SELECT pgque.subscribe('q', 'c')`)
+	want := payloads(3)
+	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
+	tick := e.tick("q")
+	got := e.receive("q", "c", 100)
+	if len(got) != 3 {
+		t.Fatalf("receive: %d events", len(got))
+	}
+	if b := e.int64(`SELECT pgque.next_batch('q', 'c')`); b != got[0].Batch {
+		t.Fatalf("next_batch = %d, want the open delivery %d", b, got[0].Batch)
+	}
+	if n := e.int64(`SELECT cur_tick_id FROM pgque.next_batch_info('q', 'c')`); n != tick {
+		t.Fatalf("next_batch_info cur_tick_id = %d, want %d", n, tick)
+	}
+	if n := e.int64(`SELECT pgque.finish_batch($1)`, got[0].Batch); n != 1 {
+		t.Fatalf("finish_batch of the delivery = %d, want 1", n)
+	}
+	if n := e.int64(`SELECT pgque.ack($1)`, got[0].Batch); n != 0 {
+		t.Fatalf("ack after finish_batch = %d, want 0", n)
+	}
+	e.tick("q")
+	if more := e.drain("q", "c", 100); len(more) != 0 {
+		t.Fatalf("after finishing the delivery: %d events again", len(more))
+	}
+}
