@@ -213,7 +213,9 @@ func TestMetadataRotationLosesNoCursor(t *testing.T) {
 	e.exec(`SELECT pgque.set_tick_period_ms(1)`)
 	e.exec(`SELECT pgque.set_setting('meta_rotation_period_ms', '100')`)
 	e.exec(`SELECT pgque.set_setting('meta_rotation_max_pages', '1')`)
-	const n = 600
+	// Enough acks to fill and rotate subscription children: receive writes
+	// no row (only ack does), so 600 events gave as few as 2 rotation actions.
+	const n = 1200
 	genBefore := e.int64(`SELECT coalesce(pg_sequence_last_value('pgque.subscription_gen_seq'), 0)`)
 
 	// Someone holds the xmin horizon: no pruning, the tables must rotate.

@@ -4,9 +4,12 @@
 --   event_<q>_<n>  insert-only, rotated by TRUNCATE: a held xmin cannot bloat them.
 --   tick_<g>       insert-only, three children by time slot, a child is
 --                  TRUNCATEd when no reader needs any of its ticks.
---   subscription_<g> cursor rows updated at batch rate; three children, live
---                  rows are moved to the next child and the old one TRUNCATEd
---                  in a later transaction, so dead tuples stay bounded.
+--   subscription_<g> cursor rows updated once per acknowledged delivery
+--                  (receive() writes its delivery to the unlogged sequences
+--                  delivery_<sub_id>_*, see 55_delivery_seqs.sql); three
+--                  children, live rows are moved to the next child and the
+--                  old one TRUNCATEd in a later transaction, so dead tuples
+--                  stay bounded.
 --   queue, consumer, settings, partition: changed by administration only.
 
 -- Engine versions installed here; the newest row is the installed engine.

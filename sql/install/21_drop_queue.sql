@@ -2,7 +2,8 @@
 -- Refuses while consumers are subscribed unless x_force.
 -- Returns: 1. Locks: the queue's tick lock, its row, its tables (ACCESS
 -- EXCLUSIVE by DROP). Writes: deletes its ticks, subscriptions, retries,
--- dead letters, partitions. Called by: admins, broker (queue delete).
+-- dead letters, partitions, its subscriptions' delivery sequences.
+-- Called by: admins, broker (queue delete).
 CREATE OR REPLACE FUNCTION pgque.drop_queue(x_queue_name text, x_force boolean DEFAULT false)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
@@ -20,6 +21,7 @@ BEGIN
             USING ERRCODE = 'object_in_use',
                   HINT = 'Unregister them first, or call pgque.drop_queue(name, true) to drop it with them.';
     END IF;
+    PERFORM pgque.delivery_seqs(s.sub_id, false) FROM pgque.subscription s WHERE s.sub_queue = v_queue.queue_id;
     DELETE FROM pgque.subscription WHERE sub_queue = v_queue.queue_id;
     DELETE FROM pgque.retry_queue WHERE ev_queue = v_queue.queue_id;
     DELETE FROM pgque.dead_letter WHERE dl_queue_id = v_queue.queue_id;

@@ -6,7 +6,8 @@
 -- Returns: 1 registered (or moved), 0 already registered.
 -- Locks: the queue's tick lock (serializes registration per queue), the
 -- subscription's batch lock when moving it.
--- Writes: consumer, subscription. Called by: subscribe(), consumers, admins.
+-- Writes: consumer, subscription; creates the subscription's delivery
+-- sequences (delivery_seqs). Called by: subscribe(), consumers, admins.
 CREATE OR REPLACE FUNCTION pgque.register_consumer_at(x_queue_name text, x_consumer_name text, x_tick_pos bigint)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
@@ -45,7 +46,7 @@ BEGIN
         END IF;
         PERFORM pg_advisory_xact_lock(1885827447, v_sub.sub_id);
         SELECT * INTO v_sub FROM pgque.subscription WHERE sub_id = v_sub.sub_id;
-        IF v_sub.sub_batch IS NOT NULL THEN
+        IF v_sub.sub_batch IS NOT NULL OR (SELECT d.batch_id FROM pgque.delivery_state(v_sub.sub_id) d) IS NOT NULL THEN
             RAISE EXCEPTION 'pgque: consumer "%" has an open batch on queue "%"; finish it before moving the consumer', x_consumer_name, x_queue_name
                 USING ERRCODE = 'object_in_use';
         END IF;
@@ -54,7 +55,9 @@ BEGIN
         RETURN 1;
     END IF;
     INSERT INTO pgque.subscription (sub_gen, sub_id, sub_queue, sub_consumer, sub_last_tick)
-    VALUES (pgque.subscription_gen(), nextval('pgque.subscription_id_seq'), v_queue.queue_id, v_co_id, v_tick);
+    VALUES (pgque.subscription_gen(), nextval('pgque.subscription_id_seq'), v_queue.queue_id, v_co_id, v_tick)
+    RETURNING sub_id INTO v_sub.sub_id;
+    PERFORM pgque.delivery_seqs(v_sub.sub_id, true);
     RETURN 1;
 END;
 $$;

@@ -1,7 +1,8 @@
 -- pgque.unregister_consumer(x_queue_name, x_consumer_name): remove a
 -- consumer's subscription, its pending retries and its open batch.
 -- Returns: 1 removed, 0 was not subscribed. Locks: the queue's tick lock.
--- Writes: subscription, retry_queue. Called by: unsubscribe(), admins.
+-- Writes: subscription, retry_queue; drops the delivery sequences.
+-- Called by: unsubscribe(), admins.
 CREATE OR REPLACE FUNCTION pgque.unregister_consumer(x_queue_name text, x_consumer_name text)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
@@ -20,6 +21,7 @@ BEGIN
         RETURN 0;
     END IF;
     DELETE FROM pgque.retry_queue WHERE ev_owner = v_sub_id;
+    PERFORM pgque.delivery_seqs(v_sub_id, false);
     RETURN 1;
 END;
 $$;

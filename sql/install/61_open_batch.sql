@@ -1,6 +1,7 @@
 -- pgque.open_batch(i_sub, i_max_events): open a batch for a subscription
 -- whose batch lock the caller holds, ending where batch_end_tick says.
--- Returns: the batch id (the open one if there is one), NULL when there is no
+-- Returns: the batch id (the open one if there is one, an unacknowledged
+-- receive() delivery included), NULL when there is no
 -- newer tick. Locks: the caller holds the batch lock. Writes: subscription.
 -- Called by: next_batch, next_batch_info.
 CREATE OR REPLACE FUNCTION pgque.open_batch(i_sub pgque.subscription, i_max_events int)
@@ -12,6 +13,11 @@ DECLARE
     v_next  bigint;
     v_batch bigint;
 BEGIN
+    -- A receive() delivery that is out is the open batch.
+    v_batch := (SELECT d.batch_id FROM pgque.delivery_state(i_sub.sub_id) d);
+    IF v_batch IS NOT NULL THEN
+        RETURN v_batch;
+    END IF;
     IF i_sub.sub_batch IS NOT NULL THEN
         RETURN i_sub.sub_batch;
     END IF;

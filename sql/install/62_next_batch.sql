@@ -29,6 +29,9 @@ BEGIN
         RETURN;
     END IF;
     SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_id = v_sub.sub_id;
+    IF batch_id >= 4611686018427387904 THEN
+        v_sub := pgque.delivery_sub(batch_id);  -- a receive() delivery's ticks
+    END IF;
     SELECT t.tick_id, t.tick_time, t.tick_event_seq INTO prev_tick_id, prev_tick_time, prev_tick_event_seq
       FROM pgque.tick t WHERE t.tick_queue = v_sub.sub_queue AND t.tick_id = v_sub.sub_last_tick;
     SELECT t.tick_id, t.tick_time, t.tick_event_seq INTO cur_tick_id, cur_tick_time, cur_tick_event_seq

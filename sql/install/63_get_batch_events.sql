@@ -1,6 +1,7 @@
 -- pgque.get_batch_events(x_batch_id): all events of an open batch (PgQ
 -- primitive; ignores receive()'s position). Unknown or finished batch: no
--- rows. Locks: none. Called by: PgQ-style consumers.
+-- rows. A receive() delivery id: the delivery's batch (delivery_sub).
+-- Locks: none. Called by: PgQ-style consumers.
 CREATE OR REPLACE FUNCTION pgque.get_batch_events(x_batch_id bigint)
 RETURNS TABLE (ev_id bigint, ev_time timestamptz, ev_txid bigint, ev_retry int4, ev_type text,
                ev_data text, ev_extra1 text, ev_extra2 text, ev_extra3 text, ev_extra4 text)
@@ -10,8 +11,12 @@ AS $$
 DECLARE
     v_sub pgque.subscription;
 BEGIN
-    SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_batch = x_batch_id;
-    IF NOT FOUND THEN
+    IF x_batch_id >= 4611686018427387904 THEN
+        v_sub := pgque.delivery_sub(x_batch_id);  -- a receive() delivery
+    ELSE
+        SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_batch = x_batch_id;
+    END IF;
+    IF v_sub.sub_id IS NULL THEN
         RETURN;
     END IF;
     RETURN QUERY

@@ -3,9 +3,10 @@
 -- yet acknowledged, as pgque.message rows. A new batch spans as many ticks as
 -- fit i_max_return; a batch with nothing for this consumer is finished at
 -- once (never stored) and the next one tried. When more events remain than
--- were returned, the batch stays open: ack() then moves a position inside
--- it, and the next receive() returns the rest (no silent skip).
--- Every receive that returns events is one delivery with its own batch id:
+-- were returned, ack() keeps the batch open with a position inside it, and
+-- the next receive() returns the rest (no silent skip).
+-- Every receive that returns events is one delivery with its own batch id
+-- (2^62 + sub_id * 2^31 + a batch_id_seq value mod 2^31, see delivery_sub):
 -- ack/nack of an older id of the same consumer return 0 / raise "batch not
 -- found", so a retried or late ack can never acknowledge someone else's
 -- events.
@@ -14,10 +15,19 @@
 -- (lock_not_available) until the delivery's lease ends (the queue's
 -- lease_time option in seconds, default 60); after that the reader is
 -- presumed dead and the unacknowledged events are delivered again under a
--- new batch id. Sessions are not used as identity (poolers share them).
--- One UPDATE of the subscription row per call with events.
+-- new id. Sessions are not used as identity (poolers share them).
+-- WAL: a delivery is recorded in the subscription's unlogged sequences
+-- (delivery_state), not in its row, so a receive that returns events
+-- writes no WAL and takes no transaction id on PostgreSQL 15+ (the batch
+-- id sequence logs once per 32 ids); ack() makes the one durable write.
+-- Not transactional: a receive whose transaction rolls back still holds
+-- the lease (its rows were returned) until it is acked or the lease ends.
+-- In REPEATABLE READ / SERIALIZABLE the row is locked FOR SHARE (a row an
+-- ack changed after the snapshot raises 40001 instead of being re-read
+-- stale); that lock writes WAL, READ COMMITTED callers never take it.
 -- Returns: setof pgque.message. Locks: the subscription's batch lock.
--- Writes: subscription. Called by: consumers (pgque_reader).
+-- Writes: the delivery sequences; the subscription row only to finish a
+-- batch with nothing for this consumer. Called by: consumers (pgque_reader).
 CREATE OR REPLACE FUNCTION pgque.receive(i_queue text, i_consumer text, i_max_return int DEFAULT 100)
 RETURNS SETOF pgque.message
 LANGUAGE plpgsql SECURITY DEFINER
@@ -31,6 +41,9 @@ DECLARE
     v_try   int := 0;
     v_lease int;
     v_batch bigint;
+    v_del   record;
+    v_out   bigint;
+    v_at    timestamptz;
     v_limit int := CASE WHEN i_max_return < 2147483647 THEN i_max_return + 1 END;
 BEGIN
     IF i_max_return IS NULL OR i_max_return < 1 THEN
@@ -38,20 +51,28 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_sub := pgque.find_subscription(i_queue, i_consumer);
-    IF v_sub.sub_batch_recv THEN
-        -- A delivery is out and not acknowledged: refuse a second reader
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        PERFORM 1 FROM pgque.subscription s WHERE s.sub_id = v_sub.sub_id FOR SHARE;
+    END IF;
+    SELECT * INTO v_del FROM pgque.delivery_state(v_sub.sub_id);
+    IF v_del.batch_id IS NOT NULL OR v_sub.sub_batch_recv THEN
+        -- A delivery is out and not acknowledged (sub_batch_recv: one an
+        -- earlier install recorded in the row): refuse a second reader
         -- until its lease ends.
+        v_out := coalesce(v_del.batch_id, v_sub.sub_batch);
+        v_at := CASE WHEN v_del.batch_id IS NOT NULL THEN v_del.leased_at ELSE v_sub.sub_active END;
         SELECT coalesce((q.queue_options ->> 'lease_time')::int, 60) INTO v_lease
           FROM pgque.queue q WHERE q.queue_id = v_sub.sub_queue;
-        IF clock_timestamp() < v_sub.sub_active + v_lease * interval '1 second' THEN
+        IF clock_timestamp() < v_at + v_lease * interval '1 second' THEN
             RAISE EXCEPTION 'pgque: consumer "%" of queue "%" has an unacknowledged delivery (batch %, received % ago)',
-                    i_consumer, i_queue, v_sub.sub_batch, date_trunc('millisecond', clock_timestamp() - v_sub.sub_active)
+                    i_consumer, i_queue, v_out, date_trunc('millisecond', clock_timestamp() - v_at)
                 USING ERRCODE = 'lock_not_available',
                       DETAIL = 'A consumer has one reader at a time: another receive() returned events that were neither acked nor given up.',
                       HINT = format('Ack (or nack, then ack) batch %s from the reader that received it; if that reader died, receive() returns its events again once the lease (%s s, queue option lease_time) has ended. Parallel readers need distinct consumer names.',
-                                    v_sub.sub_batch, v_lease);
+                                    v_out, v_lease);
         END IF;
-        -- The lease ended: redeliver from the acknowledged position under a new id.
+        -- The lease ended: redeliver from the acknowledged position under a
+        -- new id (the row's open batch, or a new one from its cursor).
     END IF;
     LOOP
         v_try := v_try + 1;
@@ -85,11 +106,17 @@ BEGIN
         v_rows := v_rows[1:i_max_return];
         v_last := v_rows[i_max_return].msg_id;
     END IF;
-    v_batch := nextval('pgque.batch_id_seq');
-    UPDATE pgque.subscription
-       SET sub_batch = v_batch, sub_next_tick = v_sub.sub_next_tick, sub_batch_pos = v_sub.sub_batch_pos,
-           sub_batch_sent = v_last, sub_batch_recv = true, sub_active = clock_timestamp()
-     WHERE sub_id = v_sub.sub_id;
+    v_batch := 4611686018427387904 + (v_sub.sub_id::bigint << 31) + (nextval('pgque.batch_id_seq') & 2147483647);
+    IF v_sub.sub_batch_recv THEN
+        -- Retire a delivery an earlier install recorded in the row (its
+        -- lease ended): its late ack finds no batch.
+        UPDATE pgque.subscription
+           SET sub_batch = CASE WHEN sub_batch_pos IS NULL THEN NULL ELSE sub_batch END,
+               sub_next_tick = CASE WHEN sub_batch_pos IS NULL THEN NULL ELSE sub_next_tick END,
+               sub_batch_sent = NULL, sub_batch_recv = false
+         WHERE sub_id = v_sub.sub_id;
+    END IF;
+    PERFORM pgque.delivery_state(v_sub.sub_id, v_batch, clock_timestamp(), v_sub.sub_next_tick, v_last);
     RETURN QUERY
         SELECT m.msg_id, v_batch, m.type, m.payload, m.retry_count, m.created_at,
                m.extra1, m.extra2, m.extra3, m.extra4

@@ -8,8 +8,13 @@
 -- nothing outstanding and returns 0 without moving anything; an id that is
 -- not the consumer's current delivery (finished, superseded after its lease
 -- ended, unknown) returns 0.
+-- A receive() delivery (recorded in the delivery sequences, see receive) is
+-- written to the row here, in its one durable write: the cursor moves to
+-- the batch's end tick, or (partial) the batch is stored open with its
+-- position; then the delivery is cleared.
 -- Returns: 1 acknowledged, 0 nothing to acknowledge.
--- Locks: the subscription's batch lock. Writes: subscription (one UPDATE).
+-- Locks: the subscription's batch lock. Writes: subscription (one UPDATE),
+-- the delivery sequences.
 -- Called by: consumers (pgque_reader).
 CREATE OR REPLACE FUNCTION pgque.ack(i_batch_id bigint)
 RETURNS int
@@ -21,6 +26,22 @@ DECLARE
 BEGIN
     IF v_sub.sub_id IS NULL THEN
         RETURN 0;
+    END IF;
+    IF i_batch_id >= 4611686018427387904 THEN
+        -- A receive() delivery (delivery_sub laid it over the row).
+        IF v_sub.sub_batch_sent IS NOT NULL THEN
+            UPDATE pgque.subscription
+               SET sub_batch = i_batch_id, sub_next_tick = v_sub.sub_next_tick, sub_batch_pos = v_sub.sub_batch_sent,
+                   sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
+             WHERE sub_id = v_sub.sub_id;
+        ELSE
+            UPDATE pgque.subscription
+               SET sub_last_tick = v_sub.sub_next_tick, sub_batch = NULL, sub_next_tick = NULL,
+                   sub_batch_pos = NULL, sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
+             WHERE sub_id = v_sub.sub_id;
+        END IF;
+        PERFORM pgque.delivery_state(v_sub.sub_id, NULL, NULL, NULL, NULL);
+        RETURN 1;
     END IF;
     IF v_sub.sub_batch_recv AND v_sub.sub_batch_sent IS NOT NULL THEN
         -- A partial delivery: move the position past it, keep the batch open.

@@ -11,14 +11,15 @@ RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen inte
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
-    SELECT q.queue_name, c.co_name, now() - t.tick_time, now() - s.sub_active, s.sub_last_tick,
-           s.sub_batch, s.sub_next_tick,
+    SELECT q.queue_name, c.co_name, now() - t.tick_time, now() - greatest(s.sub_active, d.leased_at), s.sub_last_tick,
+           coalesce(d.batch_id, s.sub_batch), coalesce(d.end_tick, s.sub_next_tick),
            coalesce(pgque.unread_events(q.queue_id, s.sub_last_tick), 0)
              + (SELECT count(*) FROM pgque.retry_queue r WHERE r.ev_owner = s.sub_id)
       FROM pgque.subscription s
       JOIN pgque.queue q ON q.queue_id = s.sub_queue
       JOIN pgque.consumer c ON c.co_id = s.sub_consumer
       LEFT JOIN pgque.tick t ON t.tick_queue = s.sub_queue AND t.tick_id = s.sub_last_tick
+      CROSS JOIN LATERAL pgque.delivery_state(s.sub_id) d
      WHERE (i_queue_name IS NULL OR q.queue_id = (pgque.find_queue(i_queue_name)).queue_id)
        AND (i_consumer_name IS NULL OR c.co_name = i_consumer_name)
      ORDER BY q.queue_name, c.co_name;

@@ -9,10 +9,13 @@ SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, c.co_name, p.tick_time, n.tick_time, s.sub_last_tick, s.sub_next_tick,
            now() - n.tick_time, p.tick_event_seq, n.tick_event_seq
-      FROM pgque.subscription s
+      FROM (SELECT (pgque.delivery_sub(x_batch_id)).*
+            UNION ALL
+            SELECT * FROM pgque.subscription r
+             WHERE r.sub_batch = x_batch_id AND x_batch_id < 4611686018427387904) s
       JOIN pgque.queue q ON q.queue_id = s.sub_queue
       JOIN pgque.consumer c ON c.co_id = s.sub_consumer
       JOIN pgque.tick p ON p.tick_queue = s.sub_queue AND p.tick_id = s.sub_last_tick
       JOIN pgque.tick n ON n.tick_queue = s.sub_queue AND n.tick_id = s.sub_next_tick
-     WHERE s.sub_batch = x_batch_id;
+     WHERE s.sub_id IS NOT NULL;
 $$;
