@@ -865,3 +865,48 @@ func TestServeKilledMidPushAllOrNone(t *testing.T) {
 		t.Fatalf("a push killed mid-statement left %d + %d events and %d dedup records: want all (500 + 500, 1000) or none", na, nb, dd)
 	}
 }
+
+// A push answered 201 by a broker that is SIGKILLed right after is
+// poppable through the other broker, with nothing else ticking (no pg_cron
+// job, no daemon, no later push to that queue): the answer waits for the
+// broker-driven tick. Before, the tick ran after the answer and died with
+// the broker: the message stayed invisible (3 of 3 here).
+func TestServeAckedPushVisibleAfterBrokerKill(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	bin := buildPgquectl(t)
+	a := newSoakBroker(t, "A", bin, dsn)
+	b := newSoakBroker(t, "B", bin, dsn)
+	a.start()
+	client := &http.Client{Timeout: 30 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := range 3 {
+		b.start()
+		q := fmt.Sprintf("killed_after_push_%d", i)
+		var res []struct {
+			MessageID string `json:"message_id"`
+		}
+		code, err := soakPost(ctx, client, b.url()+"/api/v1/push", []byte(`{"items":[{"queue":"`+q+`","payload":{"i":1}}]}`), &res)
+		if err != nil || code != http.StatusCreated || len(res) != 1 {
+			t.Fatalf("push %d: %d %v", i, code, err)
+		}
+		b.kill()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, a.url()+"/api/v1/pop/queue/"+q+"?wait=true&timeout=5000&autoAck=true", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pop struct {
+			Messages []soakPopMsg `json:"messages"`
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("push %d acknowledged by the killed broker: pop through the other answered %d within 5 s", i, resp.StatusCode)
+		}
+		if err := json.Unmarshal(data, &pop); err != nil || len(pop.Messages) != 1 || pop.Messages[0].ID != res[0].MessageID {
+			t.Fatalf("push %d: pop answered %s (%v), want message %s", i, data, err, res[0].MessageID)
+		}
+	}
+}
