@@ -913,3 +913,70 @@ func TestServeAckedPushVisibleAfterBrokerKill(t *testing.T) {
 		}
 	}
 }
+
+// A dead letter replayed through a broker that is SIGKILLed right after
+// answering is poppable (by its group) through the other broker: the
+// replay's answer waits for its tick like a push's. Everything else goes
+// through A, so B's pool has to open a connection for the tick (as the
+// push test's fresh B does), which the kill then beats.
+func TestServeReplayVisibleAfterBrokerKill(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.NewDB(t)
+	bin := buildPgquectl(t)
+	a := newSoakBroker(t, "A", bin, dsn)
+	b := newSoakBroker(t, "B", bin, dsn)
+	a.start()
+	b.start()
+	client := &http.Client{Timeout: 30 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	get := func(url string, out any) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusOK && out != nil {
+			if err := json.Unmarshal(data, out); err != nil {
+				t.Fatalf("GET %s: %s: %v", url, data, err)
+			}
+		}
+		return resp.StatusCode
+	}
+	if code, err := soakPost(ctx, client, a.url()+"/api/v1/push", []byte(`{"items":[{"queue":"rq","payload":{"i":1}}]}`), nil); err != nil || code != 201 {
+		t.Fatalf("push: %d %v", code, err)
+	}
+	var pop struct {
+		Messages []soakPopMsg `json:"messages"`
+	}
+	if code := get(a.url()+"/api/v1/pop/queue/rq?consumerGroup=g&subscriptionMode=all&wait=true&timeout=5000", &pop); code != 200 || len(pop.Messages) != 1 {
+		t.Fatalf("pop: %d %+v", code, pop)
+	}
+	m := pop.Messages[0]
+	ack := fmt.Sprintf(`{"transactionId":%q,"partitionId":%q,"leaseId":%q,"consumerGroup":"g","status":"dlq"}`, m.TransactionID, m.PartitionID, m.LeaseID)
+	if code, err := soakPost(ctx, client, a.url()+"/api/v1/ack", []byte(ack), nil); err != nil || code != 200 {
+		t.Fatalf("ack dlq: %d %v", code, err)
+	}
+	var dlq struct {
+		Messages []struct {
+			ID string `json:"id"`
+		} `json:"messages"`
+	}
+	if code := get(a.url()+"/api/v1/dlq?queue=rq&consumerGroup=g", &dlq); code != 200 || len(dlq.Messages) != 1 {
+		t.Fatalf("dlq list: %d %+v", code, dlq)
+	}
+	if code, err := soakPost(ctx, client, b.url()+"/api/v1/dlq/"+dlq.Messages[0].ID+"/replay", nil, nil); err != nil || code != 200 {
+		t.Fatalf("replay: %d %v", code, err)
+	}
+	b.kill()
+	var again struct {
+		Messages []soakPopMsg `json:"messages"`
+	}
+	code := get(a.url()+"/api/v1/pop/queue/rq?consumerGroup=g&wait=true&timeout=5000&autoAck=true", &again)
+	if code != http.StatusOK || len(again.Messages) != 1 || again.Messages[0].TransactionID != m.TransactionID {
+		t.Fatalf("replayed through the killed broker: pop through the other answered %d %+v within 5 s", code, again)
+	}
+}
