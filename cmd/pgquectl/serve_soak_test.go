@@ -396,6 +396,7 @@ func TestServeSoakKilledBroker(t *testing.T) {
 	// redelivered after a successful ack, orphans redelivered after expiry.
 	type key struct{ group, txn string }
 	first := map[key]soakDelivery{}
+	last := map[key]soakDelivery{}
 	byPart := map[string][]soakDelivery{}
 	redelivered := 0
 	for _, d := range run.delivered {
@@ -410,6 +411,13 @@ func TestServeSoakKilledBroker(t *testing.T) {
 			t.Errorf("delivery %+v: payload, transaction id and partition disagree", d)
 		}
 		k := key{d.group, d.txn}
+		if prev, seen := last[k]; seen && d.at.Sub(prev.asked) < soakLeaseSeconds*time.Second-50*time.Millisecond {
+			// Only an expired lease redelivers (acks are all completed):
+			// the earlier lease was taken after prev.asked.
+			t.Errorf("%s (%q) delivered again (attempt %d, consumer %d via %s) %v after the pop that leased it (attempt %d, consumer %d via %s) was sent: under a live %d s lease",
+				d.txn, d.group, d.attempt, d.consumer, d.broker, d.at.Sub(prev.asked).Round(time.Millisecond), prev.attempt, prev.consumer, prev.broker, soakLeaseSeconds)
+		}
+		last[k] = d
 		if _, seen := first[k]; seen {
 			redelivered++
 			if at, ok := run.ackedMsg[d.group+"/"+d.txn]; ok && d.at.After(at) {
@@ -637,8 +645,9 @@ func soakConsume(ctx context.Context, t *testing.T, client *http.Client, run *so
 						if r.Error != nil {
 							e = *r.Error
 						}
-						run.ackErrs = append(run.ackErrs, fmt.Sprintf("consumer %d via %s, %s attempt %d, %v after the pop: %s",
-							c, br.name, batch[i].txn, batch[i].attempt, acked.Sub(batch[i].at).Round(time.Millisecond), e))
+						run.ackErrs = append(run.ackErrs, fmt.Sprintf("consumer %d via %s, %s attempt %d, pop answered in %v, acked %v later: %s",
+							c, br.name, batch[i].txn, batch[i].attempt, batch[i].at.Sub(batch[i].asked).Round(time.Millisecond),
+							acked.Sub(batch[i].at).Round(time.Millisecond), e))
 					}
 				}
 			}
