@@ -43,6 +43,9 @@ type Info struct {
 	PID     int
 	URL     string
 	Log     string
+	// DSN is the database the running broker serves (read from its
+	// command line; "" when unknown).
+	DSN string
 }
 
 // ErrTestBinary: Start was called from a Go test binary (which would run
@@ -65,35 +68,60 @@ func Status(stateDir string) Info {
 		return info
 	}
 	info.PID, info.URL = pid, lines[1]
-	info.Running = isOurs(pid)
+	info.Running, info.DSN = isOurs(pid, strings.TrimPrefix(info.URL, "http://"))
 	return info
 }
 
-// isOurs: the process exists and is a `pgquectl serve` (a recycled pid of
-// another program is not ours).
-func isOurs(pid int) bool {
+// isOurs: the process exists and is a `pgquectl serve` listening on listen
+// (a recycled pid of another program, or of another broker, is not ours);
+// it returns the process's --dsn too when it can read its command line.
+func isOurs(pid int, listen string) (bool, string) {
 	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
+		return false, ""
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		// No /proc (macOS): trust the signal check.
-		return true
+		return true, ""
 	}
 	args := strings.Split(string(cmdline), "\x00")
-	for _, a := range args {
-		if a == "serve" {
-			return true
+	serve, dsn, addr := false, "", ""
+	for i, a := range args {
+		switch {
+		case a == "serve":
+			serve = true
+		case a == "--dsn" && i+1 < len(args):
+			dsn = args[i+1]
+		case a == "--listen" && i+1 < len(args):
+			addr = args[i+1]
 		}
 	}
-	return false
+	return serve && addr == listen, dsn
 }
 
-// Start starts the broker unless it runs already (then it returns the
-// running one): idempotent.
+// Start starts the broker unless it runs already on o.DSN (then it returns
+// the running one): idempotent, also when several callers start it at once
+// (they serialize on a lock file in the state directory). A running broker
+// that serves another DSN (the cluster came back on another port) is
+// stopped and started again.
 func Start(ctx context.Context, o Options) (Info, error) {
+	var info Info
+	err := withLock(ctx, o.StateDir, func() error {
+		var err error
+		info, err = start(ctx, o)
+		return err
+	})
+	return info, err
+}
+
+func start(ctx context.Context, o Options) (Info, error) {
 	if st := Status(o.StateDir); st.Running {
-		return st, nil
+		if st.DSN == "" || st.DSN == o.DSN {
+			return st, nil
+		}
+		if err := stop(ctx, o.StateDir, 15*time.Second); err != nil {
+			return Info{}, fmt.Errorf("restarting the broker for %s: %w", o.DSN, err)
+		}
 	}
 	if o.Listen == "" {
 		o.Listen = DefaultListen
@@ -159,6 +187,10 @@ func Start(ctx context.Context, o Options) (Info, error) {
 // Stop stops the broker (SIGTERM: it drains; SIGKILL after timeout) and
 // removes its pid file. Not running is not an error.
 func Stop(ctx context.Context, stateDir string, timeout time.Duration) error {
+	return withLock(ctx, stateDir, func() error { return stop(ctx, stateDir, timeout) })
+}
+
+func stop(ctx context.Context, stateDir string, timeout time.Duration) error {
 	st := Status(stateDir)
 	pidPath := filepath.Join(stateDir, PIDFile)
 	if !st.Running {
@@ -169,7 +201,7 @@ func Stop(ctx context.Context, stateDir string, timeout time.Duration) error {
 		return fmt.Errorf("stopping the broker (pid %d): %w", st.PID, err)
 	}
 	deadline := time.Now().Add(timeout)
-	for isOurs(st.PID) && !zombie(st.PID) {
+	for running(st.PID) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(st.PID, syscall.SIGKILL)
 			break
@@ -182,6 +214,47 @@ func Stop(ctx context.Context, stateDir string, timeout time.Duration) error {
 	}
 	_ = os.Remove(pidPath)
 	return nil
+}
+
+// running: the process exists and has not exited (a zombie has).
+func running(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return !zombie(pid)
+}
+
+// LockFile serializes Start and Stop of one state directory's broker.
+const LockFile = "broker.lock"
+
+// withLock runs fn holding an exclusive flock on <stateDir>/broker.lock,
+// waiting for it until ctx ends.
+func withLock(ctx context.Context, stateDir string, fn func() error) error {
+	if _, err := os.Stat(stateDir); err != nil {
+		return fn() // no state directory: nothing to serialize with
+	}
+	path := filepath.Join(stateDir, LockFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the broker lock file %s: %w", path, err)
+	}
+	defer f.Close()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("locking %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the lock on %s (another pgquectl dev is starting or stopping the broker): %w", path, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+	return fn()
 }
 
 // zombie reports a process that exited but was not reaped (its parent is

@@ -418,6 +418,7 @@ func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	if queue != "" {
 		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue})
 		s.requestTick(queue)
+		s.awaitTicks(r.Context(), []string{queue}) // answered once visible, as a push
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": r.PathValue("id"), "messageId": msg})
 	return nil

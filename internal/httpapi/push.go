@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
 )
@@ -73,7 +74,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.afterPush(res)
+	s.awaitTicks(r.Context(), s.afterPush(res))
 	out := make([]pushResult, len(res))
 	for i, p := range res {
 		name, _ := clientName(r, p.Queue)
@@ -85,8 +86,8 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 
 // afterPush runs once pushes committed: metrics, the candidate source,
 // and a broker-driven tick per queue (which then wakes parked pops, here
-// and on peer brokers).
-func (s *Server) afterPush(res []broker.PushResult) {
+// and on peer brokers). It returns the queues it asked to tick.
+func (s *Server) afterPush(res []broker.PushResult) []string {
 	byQueue := map[string][]int32{}
 	for _, p := range res {
 		s.metrics.pushes.WithLabelValues(p.Status).Inc()
@@ -94,9 +95,42 @@ func (s *Server) afterPush(res []broker.PushResult) {
 			byQueue[p.Queue] = append(byQueue[p.Queue], p.PartitionID)
 		}
 	}
+	queues := make([]string, 0, len(byQueue))
 	for q, parts := range byQueue {
 		s.cands.Note(broker.Event{Kind: broker.EventPushed, Queue: q, Partitions: parts})
 		s.requestTick(q)
+		queues = append(queues, q)
+	}
+	return queues
+}
+
+// tickWait bounds how long a push's answer waits for its queues' ticks.
+const tickWait = 2 * time.Second
+
+// awaitTicks waits (at most tickWait) until the ticks requested for
+// queues are done, so that a push is answered only once its messages are
+// visible to pops on every broker: a broker killed right after answering
+// must not leave an acknowledged push waiting for a tick that nothing
+// else would make (no pg_cron, no daemon, no later push to the queue).
+// With --no-auto-tick there is nothing to wait for.
+func (s *Server) awaitTicks(ctx context.Context, queues []string) {
+	if len(queues) == 0 {
+		return
+	}
+	timer := time.NewTimer(tickWait)
+	defer timer.Stop()
+	for _, q := range queues {
+		b := s.ticker.Barrier(q)
+		if b == nil {
+			continue
+		}
+		select {
+		case <-b:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

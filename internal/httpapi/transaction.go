@@ -143,8 +143,9 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 	for q := range committed {
 		s.cands.Note(broker.Event{Kind: broker.EventCommitted, Queue: q})
 	}
-	s.afterPush(pushed)
+	ticking := s.afterPush(pushed)
 	s.afterAcks(acked, ackedItems)
+	s.awaitTicks(r.Context(), ticking)
 	if results == nil {
 		results = []txResult{}
 	}
