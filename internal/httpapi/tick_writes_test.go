@@ -26,7 +26,9 @@ func TestBrokerTickWritesNoQueueRow(t *testing.T) {
 		}
 		return v
 	}
-	ticks := func() int64 { return e.int(`SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = 'q'`) }
+	ticks := func() int64 {
+		return e.int(`SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = 'q'`)
+	}
 	before, beforeTicks := version(), ticks()
 	for i := 2; i <= 4; i++ {
 		b.push(item("q", "p", map[string]int{"n": i}, ""))
