@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
+	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
 // maintRound confirms and attempts an event-table switch, each in its own
@@ -103,12 +104,21 @@ func TestGroupCursorsPinRotation(t *testing.T) {
 }
 
 // Pop/ack traffic of 16 busy consumers in 4 groups (plus queue mode), for
-// 2 minutes (20 s with -short), with a REPEATABLE READ transaction holding
-// the xmin horizon the whole time and the rotation running as the ticker
-// loop runs it: dead tuples of the group-cursor tables stay within 500 at
-// every sample, the dedup tables (insert-only) have none.
+// 2 minutes, with a REPEATABLE READ transaction holding the xmin horizon
+// the whole time and the rotation running as the ticker loop runs it: dead
+// tuples of the group-cursor tables stay within 500 at every sample, the
+// dedup tables (insert-only) have none. On a private cluster: a held
+// transaction id pins the event-table rotation of every database of its
+// cluster, and 2 minutes of it would fail other tests' switches (skipped
+// with -short).
 func TestDeadTuplesBoundedUnderHeldXmin(t *testing.T) {
-	e := setup(t)
+	t.Parallel()
+	c := pgtest.PrivateCluster(t)
+	pgtest.Exec(t, c.DSN("postgres"), `CREATE DATABASE deadtuples`)
+	dsn := c.DSN("deadtuples")
+	pgtest.InstallEngine(t, dsn)
+	d := &pgtest.EngineDB{T: t, DSN: dsn, Conn: pgtest.Conn(t, dsn)}
+	e := &env{EngineDB: d, t: t, dsn: dsn, conn: d.Conn}
 	e.exec(`CREATE EXTENSION IF NOT EXISTS pgstattuple`)
 	e.exec(`SELECT pgque.set_setting('meta_rotation_period_ms', '1000')`)
 	const (
@@ -116,10 +126,7 @@ func TestDeadTuplesBoundedUnderHeldXmin(t *testing.T) {
 		consumers = 16
 		bound     = 500
 	)
-	load := 2 * time.Minute
-	if testing.Short() {
-		load = 20 * time.Second
-	}
+	const load = 2 * time.Minute
 	for p := 0; p < parts; p++ {
 		e.pushN("q", fmt.Sprintf("p%d", p), 0, 1500)
 	}
