@@ -3,9 +3,7 @@ package broker_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,7 +11,10 @@ import (
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
+// env is the test's database (pgtest.EngineDB, shared with the HTTP tests)
+// under this package's short names.
 type env struct {
+	*pgtest.EngineDB
 	t    *testing.T
 	dsn  string
 	conn *pgx.Conn
@@ -21,42 +22,16 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	t.Parallel()
-	dsn := pgtest.NewDB(t)
-	return &env{t: t, dsn: dsn, conn: pgtest.Conn(t, dsn)}
+	d := pgtest.NewEngineDB(t)
+	return &env{EngineDB: d, t: t, dsn: d.DSN, conn: d.Conn}
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t testing.TB) context.Context { return pgtest.Ctx(t) }
 
-func (e *env) exec(sql string, args ...any) {
-	e.t.Helper()
-	if _, err := e.conn.Exec(ctxT(e.t), sql, args...); err != nil {
-		e.t.Fatalf("%s: %v", sql, err)
-	}
-}
-
-func (e *env) int(sql string, args ...any) int64 {
-	e.t.Helper()
-	var v *int64
-	if err := e.conn.QueryRow(ctxT(e.t), sql, args...).Scan(&v); err != nil {
-		e.t.Fatalf("%s: %v", sql, err)
-	}
-	if v == nil {
-		return -1
-	}
-	return *v
-}
-
-// tick forces and makes a tick of queue, so pushed events become visible.
-func (e *env) tick(queue string) {
-	e.t.Helper()
-	e.exec(`SELECT pgque.force_next_tick($1)`, queue)
-	e.exec(`SELECT pgque.ticker($1)`, queue)
-}
+func (e *env) exec(sql string, args ...any)      { e.t.Helper(); e.Exec(sql, args...) }
+func (e *env) int(sql string, args ...any) int64 { e.t.Helper(); return e.Int(sql, args...) }
+func (e *env) tick(queue string)                 { e.t.Helper(); e.Tick(queue) }
+func (e *env) events(queue string) int64         { e.t.Helper(); return e.Events(queue) }
 
 func payload(v any) json.RawMessage {
 	b, err := json.Marshal(v)
@@ -83,13 +58,4 @@ func (e *env) pushN(queue, partition string, from, n int) {
 		items[i] = broker.Item{Queue: queue, Partition: partition, Payload: payload(map[string]any{"n": from + i, "p": partition})}
 	}
 	e.push(items...)
-}
-
-func (e *env) events(queue string) int64 {
-	e.t.Helper()
-	var id int
-	if err := e.conn.QueryRow(ctxT(e.t), `SELECT queue_id FROM pgque.queue WHERE queue_name = $1`, queue).Scan(&id); err != nil {
-		e.t.Fatalf("queue %q: %v", queue, err)
-	}
-	return e.int(fmt.Sprintf(`SELECT (SELECT count(*) FROM pgque.event_%d_0) + (SELECT count(*) FROM pgque.event_%d_1) + (SELECT count(*) FROM pgque.event_%d_2)`, id, id, id))
 }

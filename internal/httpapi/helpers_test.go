@@ -20,7 +20,10 @@ import (
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
+// env is the test's database (pgtest.EngineDB, shared with the broker
+// tests) under this package's short names.
 type env struct {
+	*pgtest.EngineDB
 	t    *testing.T
 	dsn  string
 	conn *pgx.Conn
@@ -37,16 +40,11 @@ type brokerT struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	t.Parallel()
-	dsn := pgtest.NewDB(t)
-	return &env{t: t, dsn: dsn, conn: pgtest.Conn(t, dsn)}
+	d := pgtest.NewEngineDB(t)
+	return &env{EngineDB: d, t: t, dsn: d.DSN, conn: d.Conn}
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+func ctxT(t testing.TB) context.Context { return pgtest.Ctx(t) }
 
 func (e *env) pool() *pgxpool.Pool {
 	e.t.Helper()
@@ -84,40 +82,9 @@ func (e *env) start(cfg httpapi.Config) *brokerT {
 	return &brokerT{t: e.t, srv: srv, ts: ts}
 }
 
-func (e *env) int(sql string, args ...any) int64 {
-	e.t.Helper()
-	var v *int64
-	if err := e.conn.QueryRow(ctxT(e.t), sql, args...).Scan(&v); err != nil {
-		e.t.Fatalf("%s: %v", sql, err)
-	}
-	if v == nil {
-		return -1
-	}
-	return *v
-}
-
-func (e *env) exec(sql string, args ...any) {
-	e.t.Helper()
-	if _, err := e.conn.Exec(ctxT(e.t), sql, args...); err != nil {
-		e.t.Fatalf("%s: %v", sql, err)
-	}
-}
-
-// events counts the events of queue (all event tables).
-func (e *env) events(queue string) int64 {
-	e.t.Helper()
-	id := e.int(`SELECT queue_id FROM pgque.queue WHERE queue_name = $1`, queue)
-	if id < 0 {
-		return 0
-	}
-	var n int64
-	for i := 0; i < 3; i++ {
-		n += e.int(`SELECT count(*) FROM pgque.event_` + itoa(id) + `_` + itoa(int64(i)))
-	}
-	return n
-}
-
-func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+func (e *env) int(sql string, args ...any) int64 { e.t.Helper(); return e.Int(sql, args...) }
+func (e *env) exec(sql string, args ...any)      { e.t.Helper(); e.Exec(sql, args...) }
+func (e *env) events(queue string) int64         { e.t.Helper(); return e.Events(queue) }
 
 // do sends a request; body is JSON-encoded unless it is a string or []byte.
 func (b *brokerT) do(method, path string, body any) (int, []byte, http.Header) {

@@ -1,21 +1,16 @@
 -- pgque.rotate_metadata(): keep the tick and subscription tables small and
 -- free of dead tuples while some session holds the xmin horizon.
--- Subscriptions (updated per batch), first: when the current child holds
--- garbage - it was updated since its rows moved in and has grown past the
--- pages its live rows need, which happens when a held xmin stops HOT
--- pruning - and either meta_rotation_ms() has passed, it has grown by
--- meta_rotation_max_pages, or 150 transaction ids were assigned since its
--- rows moved in (the update volume, counted without writing: this
--- session's pgque.rotation_xid), its rows move to the next child, which becomes
--- current, and the old child is TRUNCATEd in the same transaction (its
--- garbage is gone at once, no old child waits for a later call). A
--- non-current child that still has pages (live rows stranded there by a
--- registration racing a rotation) gets its rows moved to the current child
--- and is TRUNCATEd too. All subscription children this call works on are
--- locked first, in partition order (0, 1, 2: the order in which a
--- statement on pgque.subscription locks them), in one subtransaction: a timeout
--- releases all of them at once, so consumers never wait on a lock the
--- rotation keeps after giving up.
+-- Subscriptions (updated per batch), first: pgque.rotate_family
+-- ('subscription') - when the current child holds garbage (updated since
+-- its rows moved in and grown past the pages its live rows need, which
+-- happens when a held xmin stops HOT pruning) and the rotation period
+-- passed, it grew by meta_rotation_max_pages, or 150 transaction ids were
+-- assigned since its rows moved in, its rows move to the next child and
+-- the old child is TRUNCATEd in the same transaction; stranded rows of a
+-- non-current child are moved back and that child truncated. Its children
+-- are locked in partition order in one subtransaction: a timeout releases
+-- all of them at once, so consumers never wait on a lock the rotation
+-- keeps after giving up.
 -- Ticks (insert-only, child by time slot, see tick_gen), second - a
 -- consumer locks the subscription before the tick table, so taking them in
 -- that order cannot deadlock with one: the child that becomes current next
@@ -35,7 +30,9 @@
 -- Returns: actions taken. Locks: ACCESS EXCLUSIVE on a subscription child
 -- being moved from and truncated; ACCESS EXCLUSIVE on a tick child being
 -- truncated, EXCLUSIVE on one being moved from. Writes: tick, subscription.
--- Then the broker's tables: group_rotate() (not on a backed-off call).
+-- Then the broker's tables: group_rotate() (the group cursors through the
+-- same rotate_family, and dedup), under the same wait; its misses count
+-- for the back-off (not called on a backed-off call).
 -- Called by: ticker_loop() (every 100 ms), cron, the ticker daemon.
 CREATE OR REPLACE FUNCTION pgque.rotate_metadata()
 RETURNS int
@@ -46,30 +43,15 @@ DECLARE
     c_need_sql constant text :=
         'SELECT count(*), count(*) FILTER (WHERE t.tick_id >= n.min_tick) '
         '  FROM %s t LEFT JOIN pgque.tick_need() n ON n.queue_id = t.tick_queue';
-    -- Rotate once this many transaction ids were assigned since the rows
-    -- moved in: well inside the 500 dead tuples the table is allowed.
-    c_xid_budget constant bigint := 150;
     v_timeout   text := current_setting('lock_timeout');
     v_done      int := 0;
-    v_period_ms int := pgque.meta_rotation_ms();
-    v_max_pages int := coalesce(pgque.get_setting('meta_rotation_max_pages')::int, 4);
     v_cur       smallint;
     v_x         smallint;
     v_tbl       text;
     v_total     bigint;
     v_needed    bigint;
-    v_live      bigint;
-    v_oldest    timestamptz;
-    v_dirty     boolean;
-    v_pages     bigint;
-    v_live_pages int;
-    v_rotate    boolean;
-    v_new       smallint;
-    v_gens      smallint[];
     v_misses    int;
     v_wait_ms   int;
-    v_xmax      bigint;
-    v_mark      text[];
     v_missed    boolean := false;
 BEGIN
     -- One rotation at a time (ticker_loop, cron and the daemon may all call
@@ -91,54 +73,12 @@ BEGIN
     v_wait_ms := 20 << least(v_misses, 3);
     PERFORM set_config('lock_timeout', v_wait_ms || 'ms', true);
 
-    -- Subscriptions: which children to work on.
-    v_cur := pgque.subscription_gen();
-    v_tbl := format('pgque.%I', 'subscription_' || v_cur);
+    -- Subscriptions (rotate_family: the algorithm shared with the broker's
+    -- group cursors), in a subtransaction: a timeout releases its locks.
+    -- Rotate after 150 transaction ids: well inside the 500 dead tuples
+    -- the table is allowed.
     BEGIN
-        EXECUTE format('SELECT count(*), min(sub_moved_at), coalesce(bool_or(sub_active > sub_moved_at), false) FROM %s', v_tbl)
-           INTO v_live, v_oldest, v_dirty;
-        -- Rows fit ~30 a page at fillfactor 50. A child no bigger than its
-        -- live rows need has no garbage worth moving them for (without a
-        -- held xmin, HOT pruning keeps it that size), so idle subscriptions
-        -- cost no WAL.
-        v_live_pages := ceil(v_live / 30.0)::int;
-        v_pages := pg_relation_size(v_tbl::regclass) / current_setting('block_size')::bigint;
-        -- Update volume since the rows moved in, counted cheaply: the
-        -- transaction ids assigned since then (each consumer write is one;
-        -- other writers make it an over-estimate), remembered per session
-        -- with the generation it belongs to.
-        v_xmax := pg_snapshot_xmax(pg_current_snapshot())::text::bigint;
-        v_mark := string_to_array(current_setting('pgque.rotation_xid', true), ':');
-        IF cardinality(v_mark) IS DISTINCT FROM 2 OR v_mark[1] <> v_cur::text THEN
-            v_mark := ARRAY[v_cur::text, v_xmax::text];
-            PERFORM set_config('pgque.rotation_xid', array_to_string(v_mark, ':'), false);
-        END IF;
-        v_rotate := v_dirty
-            AND v_pages > v_live_pages + 1
-            AND (v_oldest <= now() - make_interval(secs => v_period_ms / 1000.0)
-                 OR v_pages >= v_max_pages + v_live_pages
-                 OR v_xmax - v_mark[2]::bigint >= c_xid_budget);
-        SELECT coalesce(array_agg(g ORDER BY g), '{}')
-          INTO v_gens
-          FROM generate_series(0, 2) g
-         WHERE (g = v_cur AND v_rotate)
-            OR (g <> v_cur AND pg_relation_size(format('pgque.%I', 'subscription_' || g)::regclass) > 0);
-        IF cardinality(v_gens) > 0 THEN
-            FOREACH v_x IN ARRAY v_gens LOOP
-                EXECUTE format('LOCK TABLE pgque.%I IN ACCESS EXCLUSIVE MODE', 'subscription_' || v_x);
-            END LOOP;
-            v_new := v_cur;
-            IF v_rotate THEN
-                v_new := (nextval('pgque.subscription_gen_seq') % 3)::smallint;
-                PERFORM set_config('pgque.rotation_xid', v_new || ':' || v_xmax, false);
-            END IF;
-            FOREACH v_x IN ARRAY v_gens LOOP
-                CONTINUE WHEN v_x = v_new;
-                UPDATE pgque.subscription SET sub_gen = v_new, sub_moved_at = now() WHERE sub_gen = v_x;
-                EXECUTE format('TRUNCATE pgque.%I', 'subscription_' || v_x);
-                v_done := v_done + 1;
-            END LOOP;
-        END IF;
+        v_done := v_done + pgque.rotate_family('subscription', 30, 150);
     EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
         v_missed := true;
     END;
@@ -173,13 +113,18 @@ BEGIN
         v_missed := true;
     END;
 
+    -- The broker's group-cursor and dedup tables (98_40_group_rotate.sql),
+    -- last (a broker pop reads the tick table before its cursors), under
+    -- the same lock wait; it reports a miss in pgque.rotation_missed.
+    PERFORM set_config('pgque.rotation_missed', '', true);
+    v_done := v_done + pgque.group_rotate();
+    v_missed := v_missed OR current_setting('pgque.rotation_missed', true) = 'true';
+
     PERFORM set_config('pgque.rotation_misses', CASE WHEN v_missed THEN least(v_misses + 1, 3) ELSE 0 END::text, false);
     IF v_missed AND v_misses > 0 THEN
         PERFORM set_config('pgque.rotation_retry_at', (extract(epoch FROM clock_timestamp()) * 1000 + 3 * v_wait_ms)::text, false);
     END IF;
     PERFORM set_config('lock_timeout', v_timeout, true);
-    -- The broker's group-cursor and dedup tables (98_40_group_rotate.sql).
-    v_done := v_done + pgque.group_rotate();
     RETURN v_done;
 END;
 $$;

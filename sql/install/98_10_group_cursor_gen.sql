@@ -1,7 +1,7 @@
 -- pgque.group_cursor_gen(): which child of pgque.group_cursor holds the live
--- cursor rows now (advanced by group_rotate through a sequence, so reading
+-- cursor rows now (advanced by rotate_family through a sequence, so reading
 -- it costs no row lock and writes nothing). Locks: none.
--- Called by: group_seed, group_rotate.
+-- Called by: group_seed, rotate_family.
 CREATE OR REPLACE FUNCTION pgque.group_cursor_gen()
 RETURNS smallint
 LANGUAGE plpgsql STABLE SECURITY DEFINER
