@@ -73,7 +73,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.afterPush(res)
+	s.afterPush(res, broker.EventPushed)
 	out := make([]pushResult, len(res))
 	for i, p := range res {
 		name, _ := clientName(r, p.Queue)
@@ -83,10 +83,11 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// afterPush runs once pushes committed: metrics, the candidate source,
-// and a broker-driven tick per queue (which then wakes parked pops, here
-// and on peer brokers).
-func (s *Server) afterPush(res []broker.PushResult) {
+// afterPush runs once pushes committed: metrics, the candidate source
+// (kind: EventPushed for a push, EventCommitted for a transaction's), and
+// a broker-driven tick per queue (which then wakes parked pops, here and
+// on peer brokers).
+func (s *Server) afterPush(res []broker.PushResult, kind string) {
 	byQueue := map[string][]int32{}
 	for _, p := range res {
 		s.metrics.pushes.WithLabelValues(p.Status).Inc()
@@ -95,7 +96,7 @@ func (s *Server) afterPush(res []broker.PushResult) {
 		}
 	}
 	for q, parts := range byQueue {
-		s.cands.Note(broker.Event{Kind: broker.EventPushed, Queue: q, Partitions: parts})
+		s.cands.Note(broker.Event{Kind: kind, Queue: q, Partitions: parts})
 		s.requestTick(q)
 	}
 }
