@@ -22,7 +22,6 @@ type checkout struct {
 	auto  bool
 	token uint32
 	items []outItem
-	cold  bool // this check-out seeded a cold ring
 
 	mu   sync.Mutex
 	done bool
@@ -38,14 +37,13 @@ var _ CandidateSource = (*HotList)(nil)
 // the pop answers 204 (or parks) without asking the database.
 func (h *HotList) Checkout(ctx context.Context, req Request) (Checkout, error) {
 	q, r := h.getRing(req.Key, req.Group)
-	cold := !r.seeded.Load()
-	if cold {
-		if err := h.coldReseed(ctx, r); err != nil {
+	if !r.seeded.Load() {
+		if err := h.coldReseed(ctx, r, req.Prepare); err != nil {
 			q.holds.Add(-1)
 			return nil, fmt.Errorf("hot-list: seeding %s group %q: %w", printableKey(req.Key), req.Group, err)
 		}
 	}
-	co := &checkout{h: h, q: q, r: r, auto: req.AutoAck, token: h.outSeq.Add(1), cold: cold}
+	co := &checkout{h: h, q: q, r: r, auto: req.AutoAck, token: h.outSeq.Add(1)}
 	k, early := h.o.width(req.Partitions)
 	batch := max(req.Batch, 1)
 	now := h.now()
@@ -103,15 +101,6 @@ outer:
 	}
 	return co, nil
 }
-
-// ColdStart reports whether this check-out found the ring cold (first pop
-// of the group on this broker, or after a seek, delete or sweep) and
-// seeded it: the broker then talks to the database even with no
-// candidate, so a group's first contact subscribes it.
-func (c *checkout) ColdStart() bool { return c.cold }
-
-// ColdStarter is implemented by the hot-list's check-outs (see ColdStart).
-type ColdStarter interface{ ColdStart() bool }
 
 // Candidates lists the checked-out partitions, each once.
 func (c *checkout) Candidates() []Candidate {

@@ -111,12 +111,17 @@ func groupOf(g string) string {
 // over them, check in by verdict. The deferred Release is the drop guard:
 // a pop that fails or is cancelled before its check-in puts its
 // candidates back. No candidate means nothing known pending: the pop is
-// empty without a database call, except on a cold ring, where pop_list
-// runs over no partition so that a group's first contact subscribes it
-// (as the SQL scan would).
+// empty without a database call.
 func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broker.PopResult, error) {
 	co, err := s.h.Checkout(ctx, hotlist.Request{Key: s.names.Key(p.Queue), Group: groupOf(p.Group),
-		Batch: p.Batch, Partitions: p.MaxPartitions, AutoAck: p.AutoAck})
+		Batch: p.Batch, Partitions: p.MaxPartitions, AutoAck: p.AutoAck,
+		// A cold ring: pop_list over no partition subscribes the group (its
+		// first contact, as the SQL scan would) before the reseed, so a new
+		// group is not seeded with every partition that has old events.
+		Prepare: func(ctx context.Context) error {
+			_, err := broker.PopList(ctx, q, p, []int32{})
+			return err
+		}})
 	if err != nil {
 		return broker.PopResult{}, err
 	}
@@ -135,10 +140,8 @@ func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broke
 		ids = append(ids, c.ID)
 	}
 	if len(ids) == 0 {
-		if cs, ok := co.(hotlist.ColdStarter); !ok || !cs.ColdStart() {
-			co.CheckIn(byName)
-			return broker.PopResult{}, nil
-		}
+		co.CheckIn(byName)
+		return broker.PopResult{}, nil
 	}
 	res, err := broker.PopList(ctx, q, p, ids)
 	if err != nil {
