@@ -284,3 +284,126 @@ func TestHotListForgetsIdleQueues(t *testing.T) {
 		t.Fatalf("queues after the sweeps: %d, want 1", q)
 	}
 }
+
+// noFloor: hot-list options whose periodic reseed never runs during a
+// test, so only marks, hints and hooks can make work known.
+var noFloor = hotlist.Options{ReseedInterval: time.Hour, ReseedPhase: time.Hour, LogInterval: -1}
+
+// waitListEmpty pops on path (nothing may come) until b's hot-list lists
+// nothing (ready, parked or checked out): stale entries clear when a pop
+// finds them empty past the grace of their last mark.
+func waitListEmpty(t *testing.T, b *brokerT, path string) {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^pgque_hotlist_(ready|wheel|inflight) (\d+)$`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n := 0
+		for _, m := range re.FindAllStringSubmatch(string(b.must(200, "GET", "/metrics/prometheus", nil, nil)), -1) {
+			v, _ := strconv.Atoi(m[2])
+			n += v
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hot-list still lists %d entries", n)
+		}
+		if p := b.pop(path); p != nil {
+			t.Fatalf("a message while waiting for an empty list: %+v", p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// hotPop pops on b with a long-poll of 5 s and returns the payloads.
+func hotPop(b *brokerT, path string) []int {
+	b.t.Helper()
+	p := b.pop(path + "&wait=true&timeout=5000")
+	if p == nil {
+		return nil
+	}
+	var out []int
+	for _, m := range p.Messages {
+		out = append(out, payloadN(m))
+	}
+	return out
+}
+
+// Two hot-list brokers on one database: a push through A reaches B's list
+// as a dirty hint (B's periodic reseed is an hour away, so nothing else
+// could list the new partition there).
+func TestHotListPeerHints(t *testing.T) {
+	e := setup(t)
+	a := e.start(httpapi.Config{Peers: true, HotList: true, HotListOptions: noFloor})
+	b := e.start(httpapi.Config{Peers: true, HotList: true, HotListOptions: noFloor})
+	a.push(item("q", "x", map[string]int{"n": 1}, ""))
+	if got := hotPop(b, "/api/v1/pop/queue/q?autoAck=true"); !slices.Equal(got, []int{1}) { // seeds B's ring
+		t.Fatalf("first pop on B: %v", got)
+	}
+	// A learns of B from its hello (sent when B's LISTEN took effect).
+	time.Sleep(500 * time.Millisecond)
+	a.push(item("q", "y", map[string]int{"n": 2}, ""))
+	if got := hotPop(b, "/api/v1/pop/queue/q?autoAck=true"); !slices.Equal(got, []int{2}) {
+		t.Fatalf("pop on B after a push through A: %v\nA: %s\nB: %s", got,
+			grepMetrics(a.must(200, "GET", "/metrics/prometheus", nil, nil)), grepMetrics(b.must(200, "GET", "/metrics/prometheus", nil, nil)))
+	}
+	if page := string(b.must(200, "GET", "/metrics/prometheus", nil, nil)); !regexp.MustCompile(`(?m)^pgque_hotlist_marks_total\{origin="remote"\} [1-9]`).MatchString(page) {
+		t.Fatalf("B counted no remote mark:\n%s", grepMetrics([]byte(page)))
+	}
+}
+
+// A seek back creates pending work without a push: the seek hook forgets
+// the group's list, so the next pop reseeds it and delivers again.
+func TestHotListSeekReseeds(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{HotList: true, HotListOptions: noFloor})
+	before := time.Now().UTC().Add(-time.Second)
+	b.push(item("q", "a", map[string]int{"n": 1}, ""), item("q", "b", map[string]int{"n": 2}, ""))
+	path := "/api/v1/pop/queue/q?autoAck=true&batch=10&partitions=2&consumerGroup=g&subscriptionMode=all"
+	got := hotPop(b, path)
+	slices.Sort(got)
+	if !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("first pop: %v", got)
+	}
+	if p := b.pop(path); p != nil {
+		t.Fatalf("drained, yet: %+v", p)
+	}
+	waitListEmpty(t, b, path)
+	b.must(200, "POST", "/api/v1/consumer-groups/g/queues/q/seek", map[string]any{"timestamp": before.Format(time.RFC3339Nano)}, nil)
+	got = hotPop(b, path)
+	slices.Sort(got)
+	if !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("after the seek back: %v", got)
+	}
+}
+
+// A dead letter replayed: the replay hook makes the queue's lists reseed,
+// so the message is delivered again without the periodic floor.
+func TestHotListDLQReplay(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{HotList: true, HotListOptions: noFloor})
+	b.must(200, "POST", "/api/v1/configure", map[string]any{"queue": "q", "options": map[string]any{"retryLimit": 0}}, nil)
+	b.push(item("q", "a", map[string]int{"n": 5}, ""))
+	p := b.pop("/api/v1/pop/queue/q?wait=true&timeout=5000")
+	if p == nil || len(p.Messages) != 1 {
+		t.Fatalf("pop: %+v", p)
+	}
+	if r := b.ack("", ackOf(p.Messages[0], "dlq")); !r[0].Success || !r[0].DLQ {
+		t.Fatalf("dead-lettering ack: %+v", r)
+	}
+	if p := b.pop("/api/v1/pop/queue/q?wait=true&timeout=500"); p != nil {
+		t.Fatalf("dead-lettered, yet: %+v", p)
+	}
+	var list struct {
+		Messages []struct{ ID string } `json:"messages"`
+	}
+	b.must(200, "GET", "/api/v1/dlq?queue=q", nil, &list)
+	if len(list.Messages) != 1 {
+		t.Fatalf("dead letters: %+v", list)
+	}
+	waitListEmpty(t, b, "/api/v1/pop/queue/q?autoAck=true")
+	b.must(200, "POST", "/api/v1/dlq/"+list.Messages[0].ID+"/replay", nil, nil)
+	if got := hotPop(b, "/api/v1/pop/queue/q?autoAck=true"); !slices.Equal(got, []int{5}) {
+		t.Fatalf("after the replay: %v", got)
+	}
+}
