@@ -25,6 +25,7 @@ type metrics struct {
 	parked     prometheus.Gauge
 	wakes      prometheus.Counter
 	peerHints  prometheus.Counter
+	hotWakes   prometheus.Counter
 	handler    http.Handler
 }
 
@@ -52,6 +53,11 @@ func newMetrics(s *Server) *metrics {
 		Help: "Wake hints received from other brokers (LISTEN/NOTIFY)."})
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.verdicts, m.popResults, m.pushes, m.acks, m.parked, m.wakes, m.peerHints} {
 		f(c)
+	}
+	m.hotWakes = prometheus.NewCounter(prometheus.CounterOpts{Name: "pgque_hotlist_wakes_total",
+		Help: "Parked wildcard pops woken by the hot-list (a mark, a due revisit, a promoted ack, a reseed that found work)."})
+	if s.hot != nil {
+		f(m.hotWakes)
 	}
 	pool := s.pool
 	gauge := func(name, help string, v func() float64) {

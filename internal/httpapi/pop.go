@@ -219,7 +219,7 @@ func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery,
 		case <-ch:
 			s.metrics.wakes.Inc()
 		case <-hot:
-			s.metrics.wakes.Inc()
+			s.metrics.hotWakes.Inc()
 		case <-timer.C:
 		case <-r.Context().Done():
 			done = true
