@@ -93,6 +93,8 @@ if [ -d "$state" ]; then # free its memory for the matrix
     "$work/pgquectl" dev destroy --state-dir "$state" >/dev/null 2>&1 || true
 fi
 echo "== leg done at $((SECONDS - start))s"
+# The hot-list's model test (random interleavings across goroutines) under the race detector (cgo: gcc).
+go test -race -count=1 -timeout 20m ./internal/hotlist/ || { echo "go test -race ./internal/hotlist/ failed"; failed=1; }
 
 # ---- the version matrix
 # One leg: fetch the binaries, run the matrix packages, stop the cluster.

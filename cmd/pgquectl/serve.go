@@ -33,6 +33,13 @@ that queue itself, so pushed messages are poppable at once (no pg_cron
 needed for broker traffic). Brokers on one database wake each other's waiting
 pops through LISTEN/NOTIFY: run as many as you like behind a load balancer.
 
+Wildcard pops (GET /api/v1/pop/queue/:queue) are answered from the
+in-memory hot-list (--hotlist, default true): PostgreSQL is asked only about
+the partitions it believes hot, so an idle partition costs nothing per pop;
+a reseed scan every --hotlist-reseed-interval catches whatever it missed.
+--hotlist=false asks PostgreSQL for candidates on every pop (the SQL scan).
+The --hotlist-* knobs and the log line: docs/broker.md ("The hot-list").
+
 Auth is off by default. With --auth-secret (or PGQUE_AUTH_SECRET) every /api
 route needs "Authorization: Bearer <JWT>" signed HS256 with that secret; the
 claim "role" (or "roles") is read-only, write-only, read-write or admin, and
@@ -66,6 +73,7 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 	f.Duration("drain-timeout", httpapi.DefaultDrain, "on SIGTERM, how long requests in flight may take to finish")
 	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
 	f.Bool("no-auto-tick", false, "do not tick a queue after a push (leave ticking to pg_cron or the ticker daemon)")
+	addHotlistFlags(f)
 	return cmd
 }
 
@@ -75,6 +83,10 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	if a.v.GetInt64("body-limit") < 1024 {
 		return usagef("--body-limit must be at least 1024 bytes")
+	}
+	hot, err := hotlistOptions(a)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -92,6 +104,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 		BodyLimit: a.v.GetInt64("body-limit"), LongPollMax: a.durationFlag("long-poll-max"),
 		AuthSecret: []byte(a.v.GetString("auth-secret")), TenantHeader: a.v.GetString("tenant-header"),
 		NoAutoTick: a.v.GetBool("no-auto-tick"), Logger: a.log,
+		HotList: a.v.GetBool("hotlist"), HotListOptions: hot,
 	})
 	if err != nil {
 		return err

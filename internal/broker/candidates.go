@@ -27,12 +27,29 @@ const (
 	EventDLQReplayed  = "dlq_replayed"  // a dead letter is back in its partition
 )
 
-// Event is one change of pending work.
+// Event is one change of pending work. Queue is the stored queue name
+// (tenant-scoped names included); "" with EventGroupDeleted means every
+// queue of every tenant. EventGroupDeleted with Queue set and Group ""
+// means the queue itself was deleted (its partition ids are gone).
 type Event struct {
 	Kind       string
 	Queue      string
 	Group      string  // "" = every group
 	Partitions []int32 // dense partition ids; nil = unknown / all
+	// Acks (EventAcked) says, per acknowledged partition, which group
+	// acked and what the ack did to its lease.
+	Acks []AckNote
+}
+
+// AckNote is one acknowledgment as a candidate source sees it.
+type AckNote struct {
+	Group       string // the real group name (QueueMode for queue mode)
+	PartitionID int32
+	// LeaseReleased: the ack closed the batch's lease.
+	LeaseReleased bool
+	// Redeliver: messages of the batch come back (status retry, or failed
+	// without a move to the dead-letter queue).
+	Redeliver bool
 }
 
 // SQLScan is the CandidateSource without the hot-list: every wildcard pop

@@ -38,7 +38,7 @@ var _ CandidateSource = (*HotList)(nil)
 func (h *HotList) Checkout(ctx context.Context, req Request) (Checkout, error) {
 	q, r := h.getRing(req.Key, req.Group)
 	if !r.seeded.Load() {
-		if err := h.coldReseed(ctx, r); err != nil {
+		if err := h.coldReseed(ctx, r, req.Prepare); err != nil {
 			q.holds.Add(-1)
 			return nil, fmt.Errorf("hot-list: seeding %s group %q: %w", printableKey(req.Key), req.Group, err)
 		}

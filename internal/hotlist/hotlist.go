@@ -204,7 +204,7 @@ func (h *HotList) Mark(key string, ref PartRef, src Source) {
 	switch {
 	case src.local():
 		h.st.marksLocal.Add(1)
-		if p := h.o.Peers; p != nil && p.HasPeers() && ref.Name != "" {
+		if p := h.o.Peers; p != nil && (ref.Name != "" || ref.ID != NoID) && p.HasPeers() {
 			h.hints.add(h, Hint{Key: key, Partition: ref.Name, ID: ref.ID})
 		}
 	case src == SourcePeer:
@@ -243,8 +243,11 @@ func (h *HotList) markSlot(r *ring, idx uint32, now int64, qo QueueOptions, leas
 	}
 	if sl.state == stIdle {
 		sl.firstMark = now
-		sl.empties = 0
 	}
+	// New work restarts the empty-verdict backoff, whatever the state: a
+	// push marked while its entry is checked out or backing off is found
+	// empty until its tick, and must be revisited after RevisitMin.
+	sl.empties = 0
 	sl.lastMark = now
 	reseed := leasedUntil != 0
 	switch sl.state {
@@ -462,6 +465,25 @@ func (h *HotList) GroupDeleted(tenant, group string) int {
 	}
 	return n
 }
+
+// GroupDeletedEverywhere forgets group's rings on every queue of every
+// tenant (a group deleted from all queues at once). It returns how many
+// rings were dropped.
+func (h *HotList) GroupDeletedEverywhere(group string) int {
+	n := 0
+	for _, q := range h.snapshot() {
+		q.mu.Lock()
+		if q.dropRing(group) {
+			n++
+		}
+		q.mu.Unlock()
+	}
+	return n
+}
+
+// WakeNow wakes the subscribers of key at once (a commit that acked
+// without pushing, or a change the caller cannot name by partition).
+func (h *HotList) WakeNow(key string) { h.wake.now(key) }
 
 // QueueGroupDeleted forgets one (queue, group) ring (group delete on one
 // queue).

@@ -630,3 +630,29 @@ func TestInvalidateReseedsEveryGroup(t *testing.T) {
 	eq(t, "g1", e.listed(t, "g1"), []string{"c"})
 	eq(t, "g2", e.listed(t, "g2"), []string{"d"})
 }
+
+// A mark restarts the empty-verdict backoff: an entry that backed off to
+// RevisitMax while its partition was quiet, then was marked while checked
+// out (the pop-list looked before the push's tick), must be revisited
+// after RevisitMin, not after the old backoff (found wiring the broker: a
+// parked pop waited 1 s for a message pushed after a quiet spell).
+func TestMarkRestartsEmptyBackoff(t *testing.T) {
+	e := setup(t, Options{EmptyGrace: 10 * time.Second}) // revisits 50 ms … 1 s
+	e.listed(t, "g")
+	e.mark("a")
+	for range 6 { // 50, 100, 200, 400, 800 ms, then 1 s
+		co, names := e.out(t, "g")
+		eq(t, "revisit", names, []string{"a"})
+		co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})})
+		e.clock.Advance(time.Second)
+	}
+	co, names := e.out(t, "g")
+	eq(t, "before the push", names, []string{"a"})
+	e.mark("a") // the push: marked while the entry is checked out
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})})
+	co, names = e.out(t, "g") // marked meanwhile: back to ready at once
+	eq(t, "marked meanwhile", names, []string{"a"})
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})}) // still not ticked
+	e.clock.Advance(50 * time.Millisecond)
+	eq(t, "revisited after RevisitMin", e.listed(t, "g"), []string{"a"})
+}

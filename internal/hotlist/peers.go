@@ -6,7 +6,12 @@ import (
 	"time"
 )
 
-type hintKey struct{ key, part string }
+// hintKey coalesces hints: by partition name, or by id for a hint that
+// names the partition by id only (id is NoID when a name is set).
+type hintKey struct {
+	key, part string
+	id        int32
+}
 
 // hintSet is the outgoing, coalesced, bounded set of dirty hints.
 type hintSet struct {
@@ -18,7 +23,10 @@ type hintSet struct {
 func (s *hintSet) add(h *HotList, hint Hint) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := hintKey{hint.Key, hint.Partition}
+	k := hintKey{hint.Key, hint.Partition, NoID}
+	if hint.Partition == "" {
+		k.id = hint.ID
+	}
 	if id, ok := s.m[k]; ok {
 		if id == NoID && hint.ID != NoID {
 			s.m[k] = hint.ID

@@ -9,11 +9,16 @@ import (
 
 // coldReseed seeds a ring on the pop path; concurrent pops of the same
 // cold ring wait for the first one.
-func (h *HotList) coldReseed(ctx context.Context, r *ring) error {
+func (h *HotList) coldReseed(ctx context.Context, r *ring, prepare func(context.Context) error) error {
 	r.seedMu.Lock()
 	defer r.seedMu.Unlock()
 	if r.seeded.Load() {
 		return nil
+	}
+	if prepare != nil {
+		if err := prepare(ctx); err != nil {
+			return err
+		}
 	}
 	if err := h.reseed(ctx, r); err != nil {
 		return err

@@ -124,6 +124,11 @@ type Request struct {
 	Batch      int    // messages wanted (>= 1)
 	Partitions int    // most partitions to claim (0 = 1)
 	AutoAck    bool
+	// Prepare, when set, runs before a cold ring's reseed (by the pop that
+	// seeds it): the broker subscribes the group there, so that the
+	// reseed judges the group's partitions from its real starting point.
+	// An error is returned by Checkout and the ring stays cold.
+	Prepare func(ctx context.Context) error
 }
 
 // Candidate is one partition handed to the pop-list.

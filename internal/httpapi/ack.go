@@ -130,7 +130,7 @@ func (s *Server) doAcks(w http.ResponseWriter, r *http.Request, group string, it
 	if err != nil {
 		return err
 	}
-	s.afterAcks(res, items)
+	s.afterAcks(res, items, group)
 	writeJSON(w, http.StatusOK, ackResults(res))
 	return nil
 }
@@ -160,17 +160,30 @@ func ackResults(res []broker.AckResult) []ackResult {
 }
 
 // afterAcks tells the candidate source and wakes local waiters of queues
-// whose lease was released (work may be claimable again).
-func (s *Server) afterAcks(res []broker.AckResult, items []ackItem) {
+// whose lease was released (work may be claimable again). group is the
+// request's default group (items may name their own).
+func (s *Server) afterAcks(res []broker.AckResult, items []ackItem, group string) {
 	released := map[string][]int32{}
+	notes := map[string][]broker.AckNote{}
 	for i, a := range res {
-		s.metrics.acks.WithLabelValues(ackStatusLabel(items[i].Status), strconv.FormatBool(a.Success)).Inc()
+		status := ackStatusLabel(items[i].Status)
+		s.metrics.acks.WithLabelValues(status, strconv.FormatBool(a.Success)).Inc()
 		if a.LeaseReleased && a.Queue != "" {
 			released[a.Queue] = append(released[a.Queue], a.PartitionID)
+			g := items[i].ConsumerGroup
+			if g == "" {
+				g = group
+			}
+			if g == "" {
+				g = broker.QueueMode
+			}
+			redeliver := status == broker.AckRetry || (status == broker.AckFailed && !a.DLQ)
+			notes[a.Queue] = append(notes[a.Queue], broker.AckNote{Group: g, PartitionID: a.PartitionID,
+				LeaseReleased: true, Redeliver: redeliver})
 		}
 	}
 	for q, parts := range released {
-		s.cands.Note(broker.Event{Kind: broker.EventAcked, Queue: q, Partitions: parts})
+		s.cands.Note(broker.Event{Kind: broker.EventAcked, Queue: q, Partitions: parts, Acks: notes[q]})
 		s.wakeLocal(q)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,10 @@ func (e *env) start(cfg httpapi.Config) *brokerT {
 		cfg.Pool = e.pool()
 	}
 	cfg.Conn = config.Connection{DSN: e.dsn, ConnectTimeout: 10 * time.Second}
+	if os.Getenv("PGQUE_TEST_HOTLIST") == "1" && cfg.Candidates == nil {
+		// The whole suite with wildcard pops through the hot-list.
+		cfg.HotList = true
+	}
 	srv, err := httpapi.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)

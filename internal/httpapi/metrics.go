@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pgquectl/pgquectl/internal/hotlist"
 )
 
 // metrics are the broker's Prometheus metrics, in a registry of the server
@@ -23,6 +25,7 @@ type metrics struct {
 	parked     prometheus.Gauge
 	wakes      prometheus.Counter
 	peerHints  prometheus.Counter
+	hotWakes   prometheus.Counter
 	handler    http.Handler
 }
 
@@ -51,6 +54,11 @@ func newMetrics(s *Server) *metrics {
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.verdicts, m.popResults, m.pushes, m.acks, m.parked, m.wakes, m.peerHints} {
 		f(c)
 	}
+	m.hotWakes = prometheus.NewCounter(prometheus.CounterOpts{Name: "pgque_hotlist_wakes_total",
+		Help: "Parked wildcard pops woken by the hot-list (a mark, a due revisit, a promoted ack, a reseed that found work)."})
+	if s.hot != nil {
+		f(m.hotWakes)
+	}
 	pool := s.pool
 	gauge := func(name, help string, v func() float64) {
 		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v))
@@ -63,6 +71,9 @@ func newMetrics(s *Server) *metrics {
 		func() float64 { return float64(pool.Stat().AcquireCount()) }))
 	f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "pgque_pool_empty_acquires_total",
 		Help: "Acquisitions that had to wait for a connection."}, func() float64 { return float64(pool.Stat().EmptyAcquireCount()) }))
+	if s.hot != nil {
+		f(hotlistCollector{h: s.hot.HotList()})
+	}
 	f(collectors.NewGoCollector())
 	f(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
@@ -77,4 +88,67 @@ func (m *metrics) observe(route, method string, code int, d time.Duration) {
 func (s *Server) prometheus(w http.ResponseWriter, r *http.Request) error {
 	s.metrics.handler.ServeHTTP(w, r)
 	return nil
+}
+
+// hotlistCollector exports the hot-list's Stats (one walk per scrape).
+type hotlistCollector struct{ h *hotlist.HotList }
+
+var (
+	hlGauges = map[string]*prometheus.Desc{
+		"queues":   prometheus.NewDesc("pgque_hotlist_queues", "Queues the hot-list holds state for.", nil, nil),
+		"rings":    prometheus.NewDesc("pgque_hotlist_rings", "Hot-list rings ((queue, consumer group) pairs); shrinks with the idle sweep.", nil, nil),
+		"ready":    prometheus.NewDesc("pgque_hotlist_ready", "Partitions listed ready (believed to have work).", nil, nil),
+		"wheel":    prometheus.NewDesc("pgque_hotlist_wheel", "Partitions parked until a revisit time (leased, delayed, backing off).", nil, nil),
+		"inflight": prometheus.NewDesc("pgque_hotlist_inflight", "Partitions checked out by pops in progress.", nil, nil),
+		"hints":    prometheus.NewDesc("pgque_hotlist_hints_pending", "Dirty hints waiting to be sent to peer brokers.", nil, nil),
+	}
+	hlMarks    = prometheus.NewDesc("pgque_hotlist_marks_total", "Hot-list marks by origin (local: this broker's pushes, commits, replays; remote: peer hints).", []string{"origin"}, nil)
+	hlReseeds  = prometheus.NewDesc("pgque_hotlist_reseeds_total", "Reseed scans run (the floor and cold rings).", nil, nil)
+	hlRows     = prometheus.NewDesc("pgque_hotlist_reseed_rows_total", "Partitions returned by reseed scans.", nil, nil)
+	hlErrors   = prometheus.NewDesc("pgque_hotlist_reseed_errors_total", "Reseed scans that failed.", nil, nil)
+	hlVerdicts = prometheus.NewDesc("pgque_hotlist_verdicts_total", "Check-ins by verdict (took, empty, leased; none: not reached; released: put back by the drop guard).", []string{"verdict"}, nil)
+	hlHints    = prometheus.NewDesc("pgque_hotlist_hints_total", "Peer hints by fate (sent, dropped, coalesced, received).", []string{"fate"}, nil)
+	hlSwept    = prometheus.NewDesc("pgque_hotlist_swept_total", "Queues forgotten by the idle sweep.", nil, nil)
+	hlRecl     = prometheus.NewDesc("pgque_hotlist_reclaimed_total", "Stranded check-outs reclaimed by a reseed (should stay 0).", nil, nil)
+)
+
+func (hotlistCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range hlGauges {
+		ch <- d
+	}
+	for _, d := range []*prometheus.Desc{hlMarks, hlReseeds, hlRows, hlErrors, hlVerdicts, hlHints, hlSwept, hlRecl} {
+		ch <- d
+	}
+}
+
+func (c hotlistCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.h.Stats()
+	g := func(name string, v int) {
+		ch <- prometheus.MustNewConstMetric(hlGauges[name], prometheus.GaugeValue, float64(v))
+	}
+	g("queues", st.Queues)
+	g("rings", st.Rings)
+	g("ready", st.Ready)
+	g("wheel", st.Wheel)
+	g("inflight", st.Inflight)
+	g("hints", st.HintsPending)
+	k := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	k(hlMarks, st.MarksLocal, "local")
+	k(hlMarks, st.MarksRemote, "remote")
+	k(hlReseeds, st.Reseeds)
+	k(hlRows, st.ReseedRows)
+	k(hlErrors, st.ReseedErrors)
+	k(hlVerdicts, st.Took, "took")
+	k(hlVerdicts, st.Empty, "empty")
+	k(hlVerdicts, st.Leased, "leased")
+	k(hlVerdicts, st.NoVerdict, "none")
+	k(hlVerdicts, st.Released, "released")
+	k(hlHints, st.HintsSent, "sent")
+	k(hlHints, st.HintsDropped, "dropped")
+	k(hlHints, st.HintsCoalesced, "coalesced")
+	k(hlHints, st.HintsReceived, "received")
+	k(hlSwept, st.Swept)
+	k(hlRecl, st.Reclaimed)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/db"
+	"github.com/pgquectl/pgquectl/internal/hotlistpg"
 )
 
 // peerListener holds the one dedicated connection that LISTENs on
@@ -20,6 +21,10 @@ type peerListener struct {
 	log    *slog.Logger
 	origin string
 	onHint func(queue string)
+	// hotlist, when set, also LISTENs on hotlistpg.Channel and gets its
+	// payloads; onListen runs each time that LISTEN is in effect.
+	hotlist  func(payload string)
+	onListen func(ctx context.Context)
 	// ready is closed once LISTEN is in effect for the first time.
 	ready chan struct{}
 }
@@ -57,9 +62,15 @@ func (p *peerListener) listen(ctx context.Context, first *bool) error {
 	}()
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	_, err = conn.Exec(lctx, `LISTEN "`+notifyChannel+`"`)
+	if err == nil && p.hotlist != nil {
+		_, err = conn.Exec(lctx, `LISTEN "`+hotlistpg.Channel+`"`)
+	}
 	cancel()
 	if err != nil {
 		return err
+	}
+	if p.onListen != nil {
+		p.onListen(ctx)
 	}
 	if *first {
 		*first = false
@@ -75,6 +86,12 @@ func (p *peerListener) listen(ctx context.Context, first *bool) error {
 }
 
 func (p *peerListener) handle(n *pgconn.Notification) {
+	if n.Channel == hotlistpg.Channel {
+		if p.hotlist != nil {
+			p.hotlist(n.Payload)
+		}
+		return
+	}
 	origin, queue, ok := strings.Cut(n.Payload, "\x1e")
 	if !ok || origin == p.origin || queue == "" {
 		return

@@ -101,7 +101,13 @@ func (s *Server) popQueue(w http.ResponseWriter, r *http.Request) error {
 	if q.pop.Queue, err = storeName(r, r.PathValue("queue")); err != nil {
 		return err
 	}
-	return s.serveResult(w, r, q, gateKey(q.pop.Queue), func(ctx context.Context) (string, broker.PopResult, error) {
+	var sub func() (<-chan struct{}, func())
+	if s.hot != nil {
+		// The hot-list also wakes the parked pop: due revisits, promoted
+		// acks, reseeds that found work, peer hints.
+		sub = func() (<-chan struct{}, func()) { return s.hot.Subscribe(q.pop.Queue) }
+	}
+	return s.serveResult(w, r, q, gateKey(q.pop.Queue), sub, func(ctx context.Context) (string, broker.PopResult, error) {
 		res, err := s.cands.Pop(ctx, s.pool, q.pop)
 		return q.pop.Queue, res, err
 	})
@@ -116,7 +122,7 @@ func (s *Server) popPartition(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	part := r.PathValue("partition")
-	return s.serveResult(w, r, q, gateKey(q.pop.Queue), func(ctx context.Context) (string, broker.PopResult, error) {
+	return s.serveResult(w, r, q, gateKey(q.pop.Queue), nil, func(ctx context.Context) (string, broker.PopResult, error) {
 		res, err := broker.PopPartition(ctx, s.pool, q.pop, part)
 		return q.pop.Queue, res, err
 	})
@@ -132,7 +138,7 @@ func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("namespace or task is required")
 	}
 	tenant := tenantOf(r)
-	return s.serveResult(w, r, q, wake.Key(tenant, ""), func(ctx context.Context) (string, broker.PopResult, error) {
+	return s.serveResult(w, r, q, wake.Key(tenant, ""), nil, func(ctx context.Context) (string, broker.PopResult, error) {
 		// Labels are stored tenant-scoped (configure), so a tenant's
 		// label pop only finds that tenant's queues.
 		return broker.PopByLabel(ctx, s.pool, labelFor(tenant, ns), labelFor(tenant, task), q.pop)
@@ -155,8 +161,10 @@ func labelFor(tenant, label string) string {
 // times out (wait) or after the first attempt (no wait). Between attempts
 // no database connection is held: the request parks on the gate key,
 // opened by a push to the queue (local or from a peer broker), and
-// re-checks with backoff 100 ms ×3, then doubling, capped at 1 s.
-func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery, key string, pop popFunc) error {
+// re-checks with backoff 100 ms ×3, then doubling, capped at 1 s. sub,
+// when set, subscribes to a second wake source (the hot-list's).
+func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery, key string,
+	sub func() (<-chan struct{}, func()), pop popFunc) error {
 	deadline := time.Now().Add(q.timeout)
 	delay, step := 100*time.Millisecond, 0
 	if q.pop.Queue != "" {
@@ -169,6 +177,12 @@ func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery,
 			}
 			t.Stop()
 		}
+	}
+	var hot <-chan struct{}
+	if sub != nil && q.wait {
+		ch, cancel := sub()
+		defer cancel()
+		hot = ch
 	}
 	for {
 		ch, release := s.gates.Wait(key)
@@ -204,6 +218,8 @@ func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery,
 		select {
 		case <-ch:
 			s.metrics.wakes.Inc()
+		case <-hot:
+			s.metrics.hotWakes.Inc()
 		case <-timer.C:
 		case <-r.Context().Done():
 			done = true

@@ -74,7 +74,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.awaitTicks(r.Context(), s.afterPush(res))
+	s.awaitTicks(r.Context(), s.afterPush(res, broker.EventPushed))
 	out := make([]pushResult, len(res))
 	for i, p := range res {
 		name, _ := clientName(r, p.Queue)
@@ -84,10 +84,11 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// afterPush runs once pushes committed: metrics, the candidate source,
-// and a broker-driven tick per queue (which then wakes parked pops, here
-// and on peer brokers). It returns the queues it asked to tick.
-func (s *Server) afterPush(res []broker.PushResult) []string {
+// afterPush runs once pushes committed: metrics, the candidate source
+// (kind: EventPushed for a push, EventCommitted for a transaction's), and
+// a broker-driven tick per queue (which then wakes parked pops, here and
+// on peer brokers). It returns the queues it asked to tick.
+func (s *Server) afterPush(res []broker.PushResult, kind string) []string {
 	byQueue := map[string][]int32{}
 	for _, p := range res {
 		s.metrics.pushes.WithLabelValues(p.Status).Inc()
@@ -97,7 +98,7 @@ func (s *Server) afterPush(res []broker.PushResult) []string {
 	}
 	queues := make([]string, 0, len(byQueue))
 	for q, parts := range byQueue {
-		s.cands.Note(broker.Event{Kind: broker.EventPushed, Queue: q, Partitions: parts})
+		s.cands.Note(broker.Event{Kind: kind, Queue: q, Partitions: parts})
 		s.requestTick(q)
 		queues = append(queues, q)
 	}

@@ -23,6 +23,8 @@ import (
 
 	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/config"
+	"github.com/pgquectl/pgquectl/internal/hotlist"
+	"github.com/pgquectl/pgquectl/internal/hotlistpg"
 	"github.com/pgquectl/pgquectl/internal/wake"
 )
 
@@ -60,8 +62,15 @@ type Config struct {
 	// is off (with auth, the token's "tenant" claim decides). Empty: the
 	// default tenant.
 	TenantHeader string
-	// Candidates answers wildcard pops; nil = broker.SQLScan{}.
+	// Candidates answers wildcard pops; nil = the hot-list when HotList is
+	// set, else broker.SQLScan{} (the SQL candidate scan).
 	Candidates broker.CandidateSource
+	// HotList answers wildcard pops from the in-memory hot-list
+	// (docs/hotlist.md) with HotListOptions (zero values: defaults; the
+	// Logger defaults to the server's). With Peers, brokers exchange
+	// dirty hints on their own NOTIFY channel.
+	HotList        bool
+	HotListOptions hotlist.Options
 	// NoAutoTick disables the tick after a local push.
 	NoAutoTick bool
 	Logger     *slog.Logger
@@ -75,6 +84,7 @@ type Server struct {
 	pool    *pgxpool.Pool
 	gates   *wake.Gates
 	cands   broker.CandidateSource
+	hot     *hotlistpg.Source // nil: hot-list off
 	ticker  *queueTicker
 	metrics *metrics
 	origin  string
@@ -105,9 +115,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.LongPollMax <= 0 {
 		cfg.LongPollMax = DefaultLongPollMax
 	}
-	if cfg.Candidates == nil {
-		cfg.Candidates = broker.SQLScan{}
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -115,6 +122,21 @@ func New(cfg Config) (*Server, error) {
 	_, _ = rand.Read(id[:])
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "broker"), pool: cfg.Pool, gates: wake.New(),
 		cands: cfg.Candidates, origin: hex.EncodeToString(id[:]), started: time.Now(), stopping: make(chan struct{})}
+	if s.cands == nil && cfg.HotList {
+		o := cfg.HotListOptions
+		if o.Logger == nil {
+			o.Logger = s.log
+		}
+		hc := hotlistpg.Config{DB: cfg.Pool, Options: o, Names: hotlistpg.Names{Key: gateKey, Stored: storedOfKey}}
+		if cfg.Peers {
+			hc.Peers = hotlistpg.NewTransport(cfg.Pool, s.origin, 0, s.log)
+		}
+		s.hot = hotlistpg.New(hc)
+		s.cands = s.hot
+	}
+	if s.cands == nil {
+		s.cands = broker.SQLScan{}
+	}
 	s.ticker = newQueueTicker(cfg.Pool, s.log, s.origin, s.wakeLocal)
 	s.metrics = newMetrics(s)
 	s.handler = s.routes()
@@ -133,7 +155,7 @@ func (s *Server) wakeLocal(stored string) {
 }
 
 // StartBackground starts the services that run beside the HTTP listener
-// (the peer listener). Start calls it; tests serving Handler through
+// (the peer listener, the hot-list's loops). Start calls it; tests serving Handler through
 // httptest call it themselves. It returns once LISTEN is in effect (or ctx
 // ends).
 func (s *Server) StartBackground(ctx context.Context) error {
@@ -145,6 +167,9 @@ func (s *Server) StartBackground(ctx context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
 	s.bgCancel, s.bgDone = cancel, make(chan struct{})
 	var ready chan struct{}
+	if s.hot != nil {
+		s.hot.Start(bg)
+	}
 	if s.cfg.Peers {
 		ready = make(chan struct{})
 		s.peers = &peerListener{conn: s.cfg.Conn, log: s.log, origin: s.origin, ready: ready,
@@ -153,6 +178,11 @@ func (s *Server) StartBackground(ctx context.Context) error {
 				s.cands.Note(broker.Event{Kind: broker.EventPushed, Queue: queue})
 				s.wakeLocal(queue)
 			}}
+		if s.hot != nil && s.hot.Peers() != nil {
+			tr := s.hot.Peers()
+			s.peers.hotlist = tr.Receive
+			s.peers.onListen = tr.Listening
+		}
 		go func() { defer close(s.bgDone); s.peers.run(bg) }()
 	} else {
 		close(s.bgDone)
@@ -226,6 +256,11 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	if err := s.ticker.Stop(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping broker ticks: %w", err))
+	}
+	if s.hot != nil {
+		if err := s.hot.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the hot-list: %w", err))
+		}
 	}
 	if cancel != nil {
 		cancel()

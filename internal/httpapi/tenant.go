@@ -54,3 +54,16 @@ func gateKey(stored string) string {
 	t, q := splitStored(stored)
 	return wake.Key(t, q)
 }
+
+// storedOfKey undoes gateKey: the stored queue name of a gate / hot-list
+// key.
+func storedOfKey(key string) string {
+	t, q, ok := strings.Cut(key, "\x1f")
+	if !ok {
+		return key
+	}
+	if t == "" {
+		return q
+	}
+	return t + tenantSep + q
+}

@@ -131,20 +131,21 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, map[string]any{"success": false, "reason": "operation_failed", "error": msg, "results": []any{}})
 		return nil
 	}
-	committed := map[string]bool{}
+	// Queues with pushes are told by afterPush (with their partitions);
+	// queues with acks only get a bare commit event.
+	pushedTo := map[string]bool{}
 	for _, p := range pushed {
-		committed[p.Queue] = true
+		pushedTo[p.Queue] = true
 	}
+	noted := map[string]bool{}
 	for _, a := range acked {
-		if a.Queue != "" {
-			committed[a.Queue] = true
+		if a.Queue != "" && !pushedTo[a.Queue] && !noted[a.Queue] {
+			noted[a.Queue] = true
+			s.cands.Note(broker.Event{Kind: broker.EventCommitted, Queue: a.Queue})
 		}
 	}
-	for q := range committed {
-		s.cands.Note(broker.Event{Kind: broker.EventCommitted, Queue: q})
-	}
-	ticking := s.afterPush(pushed)
-	s.afterAcks(acked, ackedItems)
+	ticking := s.afterPush(pushed, broker.EventCommitted)
+	s.afterAcks(acked, ackedItems, "")
 	s.awaitTicks(r.Context(), ticking)
 	if results == nil {
 		results = []txResult{}

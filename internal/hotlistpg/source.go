@@ -1,0 +1,226 @@
+// Package hotlistpg plugs the in-memory hot-list (internal/hotlist) into
+// the broker: a broker.CandidateSource that checks candidates out of the
+// hot-list, runs one pgque.pop_list call over them and checks them back in
+// by verdict; the SQL reseeder (pgque.group_reseed); and the peer
+// transport that carries dirty hints between brokers of one database over
+// LISTEN / NOTIFY. See docs/hotlist.md.
+package hotlistpg
+
+import (
+	"context"
+	"time"
+
+	"github.com/pgquectl/pgquectl/internal/broker"
+	"github.com/pgquectl/pgquectl/internal/hotlist"
+)
+
+// Names maps the broker's stored queue names (tenant-scoped names
+// included) to hot-list keys ("<tenant>\x1f<queue>", the wake-gate bytes)
+// and back.
+type Names struct {
+	Key    func(stored string) string
+	Stored func(key string) string
+}
+
+// Config configures a Source.
+type Config struct {
+	// DB runs the reseed scans (a pool: reseeds run in the background).
+	DB broker.Querier
+	// Names maps stored queue names and keys; nil functions mean the
+	// identity of the default tenant (key = "\x1f" + name).
+	Names Names
+	// Options are the hot-list's knobs; Reseeder is set here, Peers
+	// is taken from Peers below.
+	Options hotlist.Options
+	// Peers, when set, carries dirty hints to the other brokers.
+	Peers *Transport
+}
+
+// Source is the hot-list candidate source.
+type Source struct {
+	h     *hotlist.HotList
+	names Names
+	peers *Transport
+	// replayRepeat: a dead-letter replay forgets the queue's rings again
+	// after this long (its event becomes visible at the tick that follows).
+	replayRepeat time.Duration
+}
+
+var _ broker.CandidateSource = (*Source)(nil)
+
+// New builds a Source; Start runs the hot-list's background loops.
+func New(cfg Config) *Source {
+	s := &Source{names: cfg.Names, peers: cfg.Peers, replayRepeat: time.Second}
+	if s.names.Key == nil {
+		s.names.Key = func(stored string) string { return hotlist.Key("", stored) }
+	}
+	if s.names.Stored == nil {
+		s.names.Stored = func(key string) string { _, q := hotlist.SplitKey(key); return q }
+	}
+	o := cfg.Options
+	if cfg.DB != nil {
+		o.Reseeder = reseeder{db: cfg.DB, names: s.names}
+	}
+	if cfg.Peers != nil {
+		o.Peers = cfg.Peers
+	}
+	s.h = hotlist.New(o)
+	if cfg.Peers != nil {
+		cfg.Peers.setReceiver(s.h.ReceiveHints)
+	}
+	return s
+}
+
+// Peers is the peer transport (nil without peers).
+func (s *Source) Peers() *Transport { return s.peers }
+
+// HotList is the underlying hot-list (stats, subscriptions, tests).
+func (s *Source) HotList() *hotlist.HotList { return s.h }
+
+// Start runs the hot-list's loops (wake tick, reseed floor, idle sweep,
+// hint sender, summary log) and the peer hello, until ctx ends or Stop.
+func (s *Source) Start(ctx context.Context) {
+	s.h.Start(ctx)
+	if s.peers != nil {
+		s.peers.start(ctx)
+	}
+}
+
+// Stop ends the background loops (at most until ctx ends).
+func (s *Source) Stop(ctx context.Context) error {
+	if s.peers != nil {
+		s.peers.stop()
+	}
+	return s.h.Stop(ctx)
+}
+
+// Subscribe wakes a parked wildcard pop of stored queue when the hot-list
+// learns of work (a mark, a promoted ack, a due revisit, a reseed).
+func (s *Source) Subscribe(stored string) (<-chan struct{}, func()) {
+	return s.h.Subscribe(s.names.Key(stored))
+}
+
+func groupOf(g string) string {
+	if g == "" {
+		return broker.QueueMode
+	}
+	return g
+}
+
+// Pop serves one wildcard pop: check out candidates, one pop_list call
+// over them, check in by verdict. The deferred Release is the drop guard:
+// a pop that fails or is cancelled before its check-in puts its
+// candidates back. No candidate means nothing known pending: the pop is
+// empty without a database call.
+func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broker.PopResult, error) {
+	co, err := s.h.Checkout(ctx, hotlist.Request{Key: s.names.Key(p.Queue), Group: groupOf(p.Group),
+		Batch: p.Batch, Partitions: p.MaxPartitions, AutoAck: p.AutoAck,
+		// A cold ring: pop_list over no partition subscribes the group (its
+		// first contact, as the SQL scan would) before the reseed, so a new
+		// group is not seeded with every partition that has old events.
+		Prepare: func(ctx context.Context) error {
+			_, err := broker.PopList(ctx, q, p, []int32{})
+			return err
+		}})
+	if err != nil {
+		return broker.PopResult{}, err
+	}
+	defer co.Release()
+	cands := co.Candidates()
+	ids := make([]int32, 0, len(cands))
+	var byName []hotlist.Verdict
+	for _, c := range cands {
+		if c.ID == hotlist.NoID {
+			// Known by name only (a peer that did not know the id): pop_list
+			// takes ids. An empty verdict clears it after the grace period;
+			// the reseed floor finds it if it has work.
+			byName = append(byName, hotlist.Verdict{PartitionID: hotlist.NoID, Partition: c.Name, Kind: hotlist.VerdictEmpty})
+			continue
+		}
+		ids = append(ids, c.ID)
+	}
+	if len(ids) == 0 {
+		co.CheckIn(byName)
+		return broker.PopResult{}, nil
+	}
+	res, err := broker.PopList(ctx, q, p, ids)
+	if err != nil {
+		return res, err
+	}
+	vs := make([]hotlist.Verdict, 0, len(res.Verdicts)+len(byName))
+	for _, v := range res.Verdicts {
+		vs = append(vs, hotlist.Verdict{PartitionID: v.PartitionID, PartitionUUID: v.PartitionUUID,
+			Partition: v.Partition, Kind: v.Kind, Drained: v.Drained, Until: v.Until})
+	}
+	co.CheckIn(append(vs, byName...))
+	return res, nil
+}
+
+// Note applies a change of pending work (called after it committed).
+func (s *Source) Note(ev broker.Event) {
+	h := s.h
+	switch ev.Kind {
+	case broker.EventPushed, broker.EventCommitted:
+		key := s.names.Key(ev.Queue)
+		src := hotlist.SourcePush
+		if ev.Kind == broker.EventCommitted {
+			src = hotlist.SourceCommit
+		}
+		for _, id := range ev.Partitions {
+			h.Mark(key, hotlist.PartRef{ID: id}, src)
+		}
+		if len(ev.Partitions) == 0 && src == hotlist.SourceCommit {
+			h.WakeNow(key)
+		}
+	case broker.EventAcked:
+		key := s.names.Key(ev.Queue)
+		for _, a := range ev.Acks {
+			h.Acked(key, groupOf(a.Group), hotlist.PartRef{ID: a.PartitionID},
+				hotlist.AckOutcome{LeaseReleased: a.LeaseReleased, Redeliver: a.Redeliver})
+		}
+	case broker.EventSeeked:
+		h.Seeked(s.names.Key(ev.Queue), groupOf(ev.Group))
+	case broker.EventGroupDeleted:
+		switch {
+		case ev.Queue == "":
+			h.GroupDeletedEverywhere(groupOf(ev.Group))
+		case ev.Group == "":
+			h.QueueDeleted(s.names.Key(ev.Queue))
+		default:
+			h.QueueGroupDeleted(s.names.Key(ev.Queue), ev.Group)
+		}
+	case broker.EventDLQReplayed:
+		key := s.names.Key(ev.Queue)
+		if len(ev.Partitions) > 0 {
+			for _, id := range ev.Partitions {
+				h.Mark(key, hotlist.PartRef{ID: id}, hotlist.SourceDLQ)
+			}
+			return
+		}
+		// The partition is not named: every group of the queue reseeds at
+		// its next pop. The replayed event becomes visible at the tick
+		// that follows; a reseed in between would miss it, so forget the
+		// rings once more a little later (the reseed floor bounds the rest).
+		h.Invalidate(key)
+		h.WakeNow(key)
+		time.AfterFunc(s.replayRepeat, func() { h.Invalidate(key); h.WakeNow(key) })
+	}
+}
+
+// reseeder is hotlist.Reseeder over pgque.group_reseed.
+type reseeder struct {
+	db    broker.Querier
+	names Names
+}
+
+func (r reseeder) ReseedPage(ctx context.Context, key, group string, afterID int32, limit int) ([]hotlist.ReseedRow, error) {
+	cands, err := broker.Reseed(ctx, r.db, r.names.Stored(key), group, afterID, limit)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]hotlist.ReseedRow, len(cands))
+	for i, c := range cands {
+		rows[i] = hotlist.ReseedRow{ID: c.PartitionID, UUID: c.PartitionUUID, Name: c.Partition, LeasedUntil: c.LeaseUntil}
+	}
+	return rows, nil
+}
