@@ -33,7 +33,8 @@ func TestHotListEndToEnd(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprintf("hotlist=%v", on), func(t *testing.T) {
 			dsn := pgtest.NewDB(t)
-			hotListEndToEnd(t, &env{t: t, dsn: dsn, conn: pgtest.Conn(t, dsn)}, on)
+			d := &pgtest.EngineDB{T: t, DSN: dsn, Conn: pgtest.Conn(t, dsn)}
+			hotListEndToEnd(t, &env{EngineDB: d, t: t, dsn: d.DSN, conn: d.Conn}, on)
 		})
 	}
 }
