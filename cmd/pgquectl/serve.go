@@ -11,8 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/httpapi"
+	"github.com/pgquectl/pgquectl/internal/ticker"
 )
 
 func init() { commands = append(commands, newServeCmd) }
@@ -46,6 +48,15 @@ claim "role" (or "roles") is read-only, write-only, read-write or admin, and
 "tenant" scopes queue names. /health, /status and /metrics/prometheus stay
 open.
 
+Ticking: besides the broker-driven tick after each push, serve runs the
+ticker daemon as a standby (--standby-ticker, default true): while the
+pg_cron ticker_loop (or a "pgquectl tick --run" daemon) is alive it only
+watches that loop's lock; when the loop is gone (backend killed, PostgreSQL
+restarted, pg_cron absent) it starts ticking within about a second, and hands
+back when the loop returns. So events committed by producers outside the
+broker, or by a broker that died before its tick, become poppable without
+pg_cron. Several brokers elect one ticking standby among themselves.
+
 SIGTERM / Ctrl-C drains: no new connections, waiting pops answer 204,
 requests in flight finish (up to --drain-timeout), then the pool closes.`,
 		Example: `  # next to pgquectl dev (its DSN), on the default port 6632
@@ -73,6 +84,8 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 	f.Duration("drain-timeout", httpapi.DefaultDrain, "on SIGTERM, how long requests in flight may take to finish")
 	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
 	f.Bool("no-auto-tick", false, "do not tick a queue after a push (leave ticking to pg_cron or the ticker daemon)")
+	f.Bool("standby-ticker", true, "run the ticker daemon in standby: tick (every --standby-tick-period) only while no pg_cron ticker_loop and no other daemon ticks; needs pgque_admin")
+	f.Duration("standby-tick-period", 10*time.Millisecond, "how often the standby ticker calls pgque.ticker() once it ticks (queues still tick at their own tick_period_ms)")
 	addHotlistFlags(f)
 	return cmd
 }
@@ -83,6 +96,9 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	if a.v.GetInt64("body-limit") < 1024 {
 		return usagef("--body-limit must be at least 1024 bytes")
+	}
+	if p := a.durationFlag("standby-tick-period"); p < time.Millisecond || p > time.Minute {
+		return usagef("--standby-tick-period must be between 1ms and 1m (got %s)", p)
 	}
 	hot, err := hotlistOptions(a)
 	if err != nil {
@@ -113,13 +129,48 @@ func runServe(cmd *cobra.Command, a *app) error {
 		return err
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Broker listening on http://%s (Ctrl-C to stop)\n", srv.Addr())
+	tickDone := make(chan struct{})
+	if a.v.GetBool("standby-ticker") {
+		if err := startStandbyTicker(ctx, a, conn, tickDone); err != nil {
+			_ = srv.Stop(context.WithoutCancel(ctx))
+			return err
+		}
+	} else {
+		close(tickDone)
+	}
 	<-ctx.Done()
+	<-tickDone
 	a.log.Info("draining", "timeout", a.durationFlag("drain-timeout"))
 	dctx, cancel := context.WithTimeout(context.Background(), a.durationFlag("drain-timeout")+5*time.Second)
 	defer cancel()
 	if err := srv.Stop(dctx); err != nil {
 		return fmt.Errorf("stopping the broker: %w", err)
 	}
+	return nil
+}
+
+// startStandbyTicker runs the ticker daemon beside the broker until ctx
+// ends, then closes done. It ticks only while nobody else does (the pg_cron
+// loop's lock, the daemons' leader lock); it never changes tick settings.
+// A permanent error (the role may not tick) turns it off with a warning:
+// the broker keeps serving, ticking stays with pg_cron / the pushes.
+func startStandbyTicker(ctx context.Context, a *app, conn config.Connection, done chan struct{}) error {
+	period := a.durationFlag("standby-tick-period")
+	conn.ApplicationName = "pgquectl serve ticker"
+	cc, err := db.ParseConfig(conn)
+	if err != nil {
+		return err
+	}
+	d, err := ticker.New(ticker.Config{ConnConfig: cc, Period: period, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer close(done)
+		if err := d.Run(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("standby ticker off: the broker keeps serving; ticking is left to pg_cron, a ticker daemon and broker pushes (grant pgque_admin to tick from here, or pass --standby-ticker=false to silence this)", "err", err)
+		}
+	}()
 	return nil
 }
 

@@ -46,6 +46,7 @@ type soakBroker struct {
 	name          string
 	bin, dsn, log string
 	addr          string
+	args          []string // extra serve flags
 	mu            sync.Mutex
 	cmd           *exec.Cmd
 	exited        chan struct{}
@@ -79,7 +80,8 @@ func (b *soakBroker) start() {
 	}
 	defer logf.Close()
 	// A small pool: 2 cores are shared by everything in this test.
-	cmd := exec.Command(b.bin, "serve", "--dsn", b.dsn, "--listen", b.addr, "--pool-size", "6", "--drain-timeout", "5s")
+	args := append([]string{"serve", "--dsn", b.dsn, "--listen", b.addr, "--pool-size", "6", "--drain-timeout", "5s"}, b.args...)
+	cmd := exec.Command(b.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		b.t.Fatalf("starting broker %s: %v", b.name, err)
@@ -889,6 +891,10 @@ func TestServeAckedPushVisibleAfterBrokerKill(t *testing.T) {
 	bin := buildPgquectl(t)
 	a := newSoakBroker(t, "A", bin, dsn)
 	b := newSoakBroker(t, "B", bin, dsn)
+	// Only the broker-driven tick may make the message visible: no
+	// standby ticker on either broker (it would tick the queue itself).
+	a.args = []string{"--standby-ticker=false"}
+	b.args = a.args
 	a.start()
 	client := &http.Client{Timeout: 30 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -934,6 +940,10 @@ func TestServeReplayVisibleAfterBrokerKill(t *testing.T) {
 	bin := buildPgquectl(t)
 	a := newSoakBroker(t, "A", bin, dsn)
 	b := newSoakBroker(t, "B", bin, dsn)
+	// Only the broker-driven tick may make the message visible: no
+	// standby ticker on either broker (it would tick the queue itself).
+	a.args = []string{"--standby-ticker=false"}
+	b.args = a.args
 	a.start()
 	b.start()
 	client := &http.Client{Timeout: 30 * time.Second}
