@@ -18,11 +18,11 @@ import (
 // Version is the engine version this binary installs. pgque.version() in the
 // SQL returns the same text, and the install records it in
 // pgque.engine_version (a test checks that they agree).
-const Version = "0.1.0"
+const Version = "0.2.0"
 
 // VersionNum is Version as the integer pgque.engine_version.version_num
 // holds: major*10000 + minor*100 + patch.
-const VersionNum = 100
+const VersionNum = 200
 
 // File is one embedded SQL file.
 type File struct {

@@ -39,7 +39,7 @@ DO $lock$ BEGIN PERFORM pg_catalog.pg_advisory_xact_lock(1885827445, 1); END $lo
 DO $preamble$
 DECLARE
     -- Keep in step with pgque.version() and internal/install.Version.
-    c_version_num constant int := 100;  -- 0.1.0
+    c_version_num constant int := 200;  -- 0.2.0
     c_hint constant text := 'Schema pgque must be created by the pgque install, by the role that installs. '
         'If a previous install by another role made it, run the install as that role. Otherwise inspect the '
         'schema, drop it (DROP SCHEMA pgque CASCADE) and install again. Nothing was changed.';

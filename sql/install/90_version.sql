@@ -6,5 +6,5 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
-    SELECT '0.1.0'::text;
+    SELECT '0.2.0'::text;
 $$;
