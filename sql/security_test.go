@@ -1091,6 +1091,13 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	}
 	call(t, ad, `SELECT pgque.group_dlq_purge('bq')`)
 	call(t, rd, `SELECT count(*) FROM pgque.group_cursor_info()`)
+	call(t, rd, `SELECT count(*) FROM pgque.broker_queues()`)
+	call(t, wr, `SELECT count(*) FROM pgque.broker_queues('bq')`)
+	call(t, rd, `SELECT count(*) FROM pgque.queue_depth('bq')`)
+	call(t, rd, `SELECT count(*) FROM pgque.queue_depth('bq', 'g2')`)
+	call(t, rd, `SELECT pgque.group_lease_live('00000000-0000-4000-8000-000000000000')`)
+	call(t, ad, `SELECT pgque.group_set_subscription('g2', 'b', 'all', NULL)`)
+	call(t, ad, `SELECT pgque.broker_tick('bq')`)
 	call(t, ad, `SELECT pgque.group_seek('bq', 'g1', true, NULL)`)
 	call(t, ad, `SELECT pgque.group_rotate()`)
 	call(t, ad, `SELECT pgque.group_rotation_xmin(1)`)

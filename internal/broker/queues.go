@@ -3,10 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // QueueInfo describes a queue for the resources routes.
@@ -22,12 +19,10 @@ type QueueInfo struct {
 }
 
 // Queues lists the queues (one, when name is not ""), in name order: one
-// query of pgque.queue with broker_options.
+// call of pgque.broker_queues.
 func Queues(ctx context.Context, q Querier, name string) ([]QueueInfo, error) {
-	rows, err := q.Query(ctx, `SELECT qu.queue_id, qu.queue_name, qu.queue_options->>'namespace', qu.queue_options->>'task',
-		qu.queue_created, (SELECT count(*) FROM pgque.partition p WHERE p.part_queue = qu.queue_id),
-		pgque.broker_options(qu.queue_options)
-		FROM pgque.queue qu WHERE $1::text IS NULL OR qu.queue_name = $1 ORDER BY qu.queue_name`, strOrNil(name))
+	rows, err := q.Query(ctx, `SELECT queue_id, queue_name, namespace, task, created_at, partitions, options
+		FROM pgque.broker_queues($1)`, strOrNil(name))
 	if err != nil {
 		return nil, wrap("list queues", err)
 	}
@@ -52,32 +47,23 @@ func Queues(ctx context.Context, q Querier, name string) ([]QueueInfo, error) {
 	return out, nil
 }
 
-// PartitionDepth is the number of retained events of one partition.
+// PartitionDepth is the depth of one partition for one consumer group.
 type PartitionDepth struct {
 	Partition     string
 	PartitionUUID string
-	Messages      int64
+	// Pending counts the events the group has not done yet (committed,
+	// after its cursor; leased ones included; not ticked yet included).
+	Pending int64
+	// Retained counts the events still in the queue's event tables.
+	Retained int64
 }
 
-// QueueDepth counts a queue's retained events by partition (events still
-// in its event tables, read or not). An unknown queue is ErrNotFound.
-// Two queries: the queue's id, then one count over its event tables.
-func QueueDepth(ctx context.Context, q Querier, queue string) ([]PartitionDepth, error) {
-	var id int
-	if err := q.QueryRow(ctx, `SELECT queue_id FROM pgque.queue WHERE queue_name = $1`, queue).Scan(&id); err != nil {
-		if err == pgx.ErrNoRows {
-			return nil, fmt.Errorf("queue depth: no queue %q: %w", queue, ErrNotFound)
-		}
-		return nil, wrap("queue depth", err)
-	}
-	// Table names are built from the integer id only.
-	rows, err := q.Query(ctx, fmt.Sprintf(`SELECT p.part_name, p.part_uuid::text, coalesce(c.n, 0)
-		FROM pgque.partition p LEFT JOIN (
-		  SELECT ev_partition, count(*) AS n FROM (
-		    SELECT ev_partition FROM pgque.event_%[1]d_0 UNION ALL
-		    SELECT ev_partition FROM pgque.event_%[1]d_1 UNION ALL
-		    SELECT ev_partition FROM pgque.event_%[1]d_2) e GROUP BY ev_partition) c ON c.ev_partition = p.part_id
-		WHERE p.part_queue = $1 ORDER BY p.part_id`, id), id)
+// QueueDepth is the depth of queue by partition for group ("" = queue
+// mode). An unknown queue, or a named group that has not subscribed to the
+// queue, is ErrNotFound. One call of pgque.queue_depth.
+func QueueDepth(ctx context.Context, q Querier, queue, group string) ([]PartitionDepth, error) {
+	rows, err := q.Query(ctx, `SELECT partition_name, partition_uuid::text, retained, pending
+		FROM pgque.queue_depth($1, $2)`, queue, strOrNil(group))
 	if err != nil {
 		return nil, wrap("queue depth", err)
 	}
@@ -85,7 +71,7 @@ func QueueDepth(ctx context.Context, q Querier, queue string) ([]PartitionDepth,
 	out := []PartitionDepth{}
 	for rows.Next() {
 		var d PartitionDepth
-		if err := rows.Scan(&d.Partition, &d.PartitionUUID, &d.Messages); err != nil {
+		if err := rows.Scan(&d.Partition, &d.PartitionUUID, &d.Retained, &d.Pending); err != nil {
 			return nil, wrap("queue depth", err)
 		}
 		out = append(out, d)

@@ -183,24 +183,34 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// queueStatus answers the depth of a queue by partition for one consumer
+// group (?consumerGroup=, default queue mode): "messages" is what the group
+// has still to do (pending), "retained" what the event tables still hold.
 func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request) error {
 	q, err := storeName(r, r.PathValue("queue"))
 	if err != nil {
 		return err
 	}
+	group := r.URL.Query().Get("consumerGroup")
+	if group == "" {
+		group = broker.QueueMode
+	}
 	ctx, cancel := dbCtx(r)
 	defer cancel()
-	parts, err := broker.QueueDepth(ctx, s.pool, q)
+	parts, err := broker.QueueDepth(ctx, s.pool, q, group)
 	if err != nil {
 		return err
 	}
 	out := make([]map[string]any, len(parts))
-	var total int64
+	var pending, retained int64
 	for i, p := range parts {
-		out[i] = map[string]any{"partition": p.Partition, "partitionId": p.PartitionUUID, "messages": p.Messages}
-		total += p.Messages
+		out[i] = map[string]any{"partition": p.Partition, "partitionId": p.PartitionUUID, "messages": p.Pending,
+			"pending": p.Pending, "retained": p.Retained}
+		pending += p.Pending
+		retained += p.Retained
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queue": r.PathValue("queue"), "messages": total, "partitions": out})
+	writeJSON(w, http.StatusOK, map[string]any{"queue": r.PathValue("queue"), "consumerGroup": group,
+		"messages": pending, "pending": pending, "retained": retained, "partitions": out})
 	return nil
 }
 
@@ -306,20 +316,55 @@ func (s *Server) deleteGroupQueue(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
+type subscriptionRequest struct {
+	SubscriptionTimestamp *string `json:"subscriptionTimestamp"`
+	SubscriptionMode      *string `json:"subscriptionMode"`
+}
+
+// groupSubscription changes where the group's subscriptions start on the
+// caller's queues: {"subscriptionTimestamp"} (ISO-8601) or
+// {"subscriptionMode":"new"|"all"}. Existing cursors keep their position.
 func (s *Server) groupSubscription(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		SubscriptionTimestamp *string `json:"subscriptionTimestamp"`
-	}
+	var req subscriptionRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return err
 	}
-	if req.SubscriptionTimestamp == nil {
+	var at time.Time
+	mode := ""
+	switch {
+	case req.SubscriptionTimestamp != nil && req.SubscriptionMode != nil:
+		return badRequest("give subscriptionTimestamp or subscriptionMode, not both")
+	case req.SubscriptionTimestamp != nil:
+		t, err := time.Parse(time.RFC3339Nano, *req.SubscriptionTimestamp)
+		if err != nil {
+			return badRequest("subscriptionTimestamp must be an ISO-8601 timestamp")
+		}
+		at = t
+	case req.SubscriptionMode != nil:
+		if *req.SubscriptionMode != "new" && *req.SubscriptionMode != "all" {
+			return badRequest("subscriptionMode must be new or all")
+		}
+		mode = *req.SubscriptionMode
+	default:
 		return badRequest("subscriptionTimestamp is required")
 	}
-	if _, err := time.Parse(time.RFC3339Nano, *req.SubscriptionTimestamp); err != nil {
-		return badRequest("subscriptionTimestamp must be an ISO-8601 timestamp")
+	group := r.PathValue("group")
+	if group == broker.QueueMode {
+		return badRequest("the queue-mode group always reads every retained message; seek it per queue instead")
 	}
-	return &apiError{status: http.StatusNotImplemented, msg: "changing a group's subscription time is not supported yet; seek the group on each queue instead"}
+	prefix := ""
+	if t := tenantOf(r); t != "" {
+		prefix = t + tenantSep
+	}
+	ctx, cancel := dbCtx(r)
+	defer cancel()
+	n, err := broker.SetSubscription(ctx, s.pool, group, prefix, mode, at)
+	if err != nil {
+		return err
+	}
+	s.cands.Note(broker.Event{Kind: broker.EventSeeked, Group: group})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "consumerGroup": group, "queues": n})
+	return nil
 }
 
 type seekRequest struct {

@@ -19,15 +19,12 @@ import (
 // so no queue name collides with it.
 const notifyChannel = "pgque.broker"
 
-// tickSQL ticks one queue now: ticker(queue) when the queue is due anyway,
-// else force_next_tick + ticker (the forced flag makes it due whatever its
-// thresholds; the CTE runs only when the first ticker returned NULL, so a
-// due queue costs no queue-row UPDATE). In the same transaction it tells
-// the other brokers which gate to open: the notification is delivered at
-// commit, when the tick is visible. Needs pgque_admin (ticker, force).
-const tickSQL = `WITH f AS MATERIALIZED (SELECT pgque.force_next_tick($1) AS t),
-k AS MATERIALIZED (SELECT coalesce(pgque.ticker($1), (SELECT pgque.ticker($1) FROM f)) AS tick)
-SELECT tick, CASE WHEN tick IS NOT NULL THEN pg_notify('` + notifyChannel + `', $2) END FROM k`
+// tickSQL ticks one queue now (pgque.broker_tick: a forced tick that
+// writes no queue row) and, in the same transaction, tells the other
+// brokers which gate to open: the notification is delivered at commit,
+// when the tick is visible. Needs pgque_admin (broker_tick).
+const tickSQL = `SELECT tick, CASE WHEN tick IS NOT NULL THEN pg_notify('` + notifyChannel + `', $2) END
+FROM (SELECT pgque.broker_tick($1) AS tick) k`
 
 // queueTicker ticks a queue right after a push through this broker
 // committed, so the pushed messages are poppable without waiting for
@@ -115,7 +112,7 @@ func (t *queueTicker) tick(queue string) {
 			case t.ctx.Err() != nil:
 			case errors.Is(db.MapError(err), db.ErrPrivilege):
 				if !t.noPriv.Swap(true) {
-					t.log.Warn("broker ticks need the pgque_admin role (ticker, force_next_tick); pushed messages wait for the scheduled ticker (grant pgque_admin, or pass --no-auto-tick to silence this)", "err", err)
+					t.log.Warn("broker ticks need the pgque_admin role (broker_tick); pushed messages wait for the scheduled ticker (grant pgque_admin, or pass --no-auto-tick to silence this)", "err", err)
 				}
 			default:
 				t.log.Warn("broker tick failed; the scheduled ticker will make the messages visible", "queue", queue, "err", err)

@@ -78,3 +78,10 @@ GRANT EXECUTE ON FUNCTION
     pgque.group_rotate(), pgque.group_rotation_xmin(int), pgque.group_rotation_pin(int, xid8),
     pgque.group_advance_idle(int)
 TO pgque_admin;
+-- The broker's read routes and requiredLeases (no table grants needed).
+GRANT EXECUTE ON FUNCTION
+    pgque.broker_queues(text), pgque.queue_depth(text, text)
+TO pgque_reader, pgque_writer;
+GRANT EXECUTE ON FUNCTION pgque.group_lease_live(uuid) TO pgque_reader;
+GRANT EXECUTE ON FUNCTION pgque.group_set_subscription(text, text, text, timestamptz) TO pgque_admin;
+GRANT EXECUTE ON FUNCTION pgque.broker_tick(text) TO pgque_admin;

@@ -1,0 +1,49 @@
+-- pgque.broker_tick(i_queue_name): tick one queue now, whatever its
+-- thresholds say - what force_next_tick + ticker(queue) do, without writing
+-- the queue row (no forced flag to set and clear: the queue row stays
+-- untouched unless somebody else had forced it, which the tick clears). It
+-- follows ticker(queue)'s order (tick_queue's visibility rules): the event
+-- sequence is read, then pg_locks (tick_in_flight), then tick_queue takes
+-- the snapshot. Paused queues and queues with an external ticker are not
+-- ticked (NULL), as ticker() leaves them.
+-- Must run in READ COMMITTED (raises otherwise). An unknown queue raises
+-- "no such queue" (undefined_object).
+-- Returns: the new tick id, or NULL when another session is ticking the
+-- queue (or won meanwhile). Locks: the shared advisory lock
+-- (1885827445, 6) for the transaction (a ticker, for tick_queue's pg_locks
+-- reading), then as tick_queue (advisory (1885827446, queue), non-blocking).
+-- Writes: tick (insert). Called by: the broker, right after its push
+-- commits (internal/httpapi ticks.go).
+CREATE OR REPLACE FUNCTION pgque.broker_tick(i_queue_name text)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pgque, pg_temp
+AS $$
+DECLARE
+    v_queue pgque.queue;
+    v_last  bigint;
+    v_seq   bigint;
+    v_f     record;
+BEGIN
+    SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_name = i_queue_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgque: no such queue: "%"', i_queue_name
+            USING ERRCODE = 'undefined_object', HINT = 'Create it with pgque.create_queue(name).';
+    END IF;
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'pgque: broker_tick() must run in READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'A tick records the current snapshot; call it in its own READ COMMITTED transaction.';
+    END IF;
+    IF v_queue.queue_ticker_paused OR v_queue.queue_external_ticker THEN
+        RETURN NULL;
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(1885827445, 6);
+    -- 1. the event sequence (no write), with the latest tick id.
+    v_seq := coalesce(pg_sequence_last_value(v_queue.queue_event_seq), 0);
+    SELECT t.tick_id INTO v_last FROM pgque.tick t WHERE t.tick_queue = v_queue.queue_id ORDER BY t.tick_id DESC LIMIT 1;
+    -- 2. the producers in flight; 3. tick_queue takes the snapshot.
+    SELECT f.probe, f.own_inserted, f.xids INTO v_f FROM pgque.tick_in_flight(ARRAY[v_queue.queue_id]) f;
+    RETURN pgque.tick_queue(v_queue.queue_id, v_last, v_seq, v_f.probe, v_f.own_inserted, v_f.xids);
+END;
+$$;
