@@ -1,6 +1,8 @@
 -- pgque.create_queue(i_queue_name): create a queue: its row, event sequence,
 -- tick sequence, 3 insert-only event tables (autovacuum off; indexes on
--- ev_txid and (ev_partition, ev_txid)), the Default partition and a first tick.
+-- ev_txid and (ev_partition, ev_txid, ev_id): the broker's per-partition
+-- reads in (ev_txid, ev_id) order stop after LIMIT rows), the Default
+-- partition and a first tick.
 -- Names are data: any text of 1..57 bytes without control characters (the
 -- NOTIFY channel pgque_<name> must fit 63 bytes); tables are named by id.
 -- Returns: 1 created, 0 already existed. Locks: queue row (insert).
@@ -45,7 +47,7 @@ BEGIN
                        'WITH (autovacuum_enabled = off, toast.autovacuum_enabled = off)', v_tbl);
         EXECUTE format('ALTER TABLE %s ALTER COLUMN ev_id SET DEFAULT nextval(%L::regclass)', v_tbl, v_seq);
         EXECUTE format('CREATE INDEX %I ON %s (ev_txid)', 'event_' || v_id || '_' || v_n || '_txid_idx', v_tbl);
-        EXECUTE format('CREATE INDEX %I ON %s (ev_partition, ev_txid)', 'event_' || v_id || '_' || v_n || '_part_idx', v_tbl);
+        EXECUTE format('CREATE INDEX %I ON %s (ev_partition, ev_txid, ev_id)', 'event_' || v_id || '_' || v_n || '_part_idx', v_tbl);
     END LOOP;
     UPDATE pgque.queue SET queue_event_seq = v_seq::regclass, queue_tick_seq = v_tseq::regclass
      WHERE queue_id = v_id;

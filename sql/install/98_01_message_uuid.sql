@@ -7,12 +7,16 @@
 -- group_ack, group_dlq_list. Plain SQL without a SET clause so that the
 -- planner inlines it (a SET clause costs ~40 us per row); every name in it
 -- is pg_catalog's, which PostgreSQL searches first unless told otherwise.
+-- Its body must stay immutable too: PostgreSQL does not inline an IMMUTABLE
+-- function whose body calls a STABLE one, and extract(epoch FROM
+-- timestamptz) is STABLE - hence the epoch of (time - epoch), an interval
+-- (same value; internal/broker TestMessageUUIDInlined checks both).
 CREATE OR REPLACE FUNCTION pgque.message_uuid(i_queue_id int, i_ev_id bigint, i_ev_time timestamptz)
 RETURNS uuid
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
     SELECT pg_catalog.encode(
-               pg_catalog.int8send((floor(extract(epoch FROM i_ev_time) * 1000)::bigint << 16)
+               pg_catalog.int8send((floor(extract(epoch FROM i_ev_time - '1970-01-01 00:00:00+00'::timestamptz) * 1000)::bigint << 16)
                                    | 28672 | ((i_queue_id >> 8) & 4095))
             || pg_catalog.int8send(((32768 | ((i_queue_id & 255) << 6) | ((i_ev_id >> 48) & 63))::bigint << 48)
                                    | (i_ev_id & 281474976710655)),

@@ -7,8 +7,11 @@
 -- most i_limit rows (NULL: all). Every i_* but i_queue_id / i_tables is a
 -- SQL expression (the caller's columns or parameters); the partition is
 -- l.gc_partition. The txid range is scanned from xmax(lo) (index
--- (ev_partition, ev_txid), stopping after i_limit rows) plus lo's
--- in-progress xids by equality, so a held xmin does not widen it.
+-- (ev_partition, ev_txid, ev_id) in its order, the position as a row
+-- comparison and the end_txid bound in the index condition, stopping after
+-- i_limit rows: the rows read are the rows returned, whatever the backlog)
+-- plus lo's in-progress xids, one (ev_partition, ev_txid) probe each (none
+-- when lo had none), so a held xmin does not widen it.
 -- Columns: ev_id, ev_time, ev_txid, ev_data, ev_extra1.
 -- Returns: text. Locks: none. Called by: pop_list, group_ack,
 -- group_advance_idle, group_candidates.
@@ -33,14 +36,39 @@ BEGIN
                        coalesce(i_pos_txid, 'NULL::xid8'), coalesce(i_pos, 'NULL::bigint'), coalesce(i_end_txid, 'NULL::xid8'));
     FOREACH v_n IN ARRAY i_tables LOOP
         v_parts := v_parts
-            || format('(SELECT e.ev_id, e.ev_time, e.ev_txid, e.ev_data, e.ev_extra1 FROM %s e '
-                      'WHERE e.ev_partition = l.gc_partition AND e.ev_txid = ANY (ARRAY(SELECT pg_snapshot_xip(%s))) %s)',
-                      pgque.event_table(i_queue_id, v_n), i_lo, v_common)
+            || format('(SELECT e.ev_id, e.ev_time, e.ev_txid, e.ev_data, e.ev_extra1 '
+                      'FROM pg_snapshot_xip(%s) xip(txid) CROSS JOIN LATERAL (SELECT e.* FROM %s e '
+                      'WHERE e.ev_partition = l.gc_partition AND e.ev_txid = xip.txid %s) e)',
+                      i_lo, pgque.event_table(i_queue_id, v_n), v_common)
             || format('(SELECT e.ev_id, e.ev_time, e.ev_txid, e.ev_data, e.ev_extra1 FROM %s e '
                       'WHERE e.ev_partition = l.gc_partition AND e.ev_txid >= greatest(pg_snapshot_xmax(%s), %s) '
-                      'AND e.ev_txid < pg_snapshot_xmax(%s) %s ORDER BY e.ev_txid, e.ev_id%s)',
-                      pgque.event_table(i_queue_id, v_n), i_lo, coalesce(i_pos_txid, 'NULL::xid8'), i_hi, v_common, v_lim);
+                      'AND (e.ev_txid, e.ev_id) > (coalesce(%s, ''0''::xid8), coalesce(%s, 0)) '
+                      'AND e.ev_txid < pg_snapshot_xmax(%s) AND e.ev_txid <= least(%s, pg_snapshot_xmax(%s)) '
+                      '%s ORDER BY e.ev_partition, e.ev_txid, e.ev_id%s)',
+                      pgque.event_table(i_queue_id, v_n), i_lo, coalesce(i_pos_txid, 'NULL::xid8'),
+                      coalesce(i_pos_txid, 'NULL::xid8'), coalesce(i_pos, 'NULL::bigint'), i_hi,
+                      coalesce(i_end_txid, 'NULL::xid8'), i_hi, v_common, v_lim);
     END LOOP;
     RETURN 'SELECT * FROM (' || array_to_string(v_parts, ' UNION ALL ') || ') x ORDER BY x.ev_txid, x.ev_id' || v_lim;
 END;
 $$;
+-- Upgrade: event tables of queues created before the broker read in
+-- (ev_txid, ev_id) order carry an (ev_partition, ev_txid) index; rebuild it
+-- as (ev_partition, ev_txid, ev_id) under the same name (idempotent).
+DO $upgrade$
+DECLARE
+    v_idx record;
+BEGIN
+    FOR v_idx IN
+        SELECT c.relname AS idx, t.oid::regclass AS tbl
+          FROM pg_catalog.pg_index i
+          JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+          JOIN pg_catalog.pg_class t ON t.oid = i.indrelid
+         WHERE t.relnamespace = 'pgque'::regnamespace AND c.relname ~ '^event_[0-9]+_[0-9]+_part_idx$'
+           AND i.indnatts = 2
+    LOOP
+        EXECUTE format('DROP INDEX pgque.%I', v_idx.idx);
+        EXECUTE format('CREATE INDEX %I ON %s (ev_partition, ev_txid, ev_id)', v_idx.idx, v_idx.tbl);
+    END LOOP;
+END;
+$upgrade$;

@@ -15,9 +15,16 @@
 -- -> success false. Returns: (idx 0-based, transaction_id, success, error,
 -- lease_released, dlq, noop, queue_name, partition_id) per item (the last
 -- two NULL for an unknown partition).
--- Locks: each item's cursor row (FOR UPDATE, waits). Writes: group_cursor
--- (one UPDATE per item), group_dead_letter. Called by: the broker (ack,
--- ack batch, transactions).
+-- Set-based: the items' cursors are locked at once (key order); one read
+-- per queue matches the items against their leased batches, (position,
+-- batch end] through the (ev_partition, ev_txid, ev_id) index (each event
+-- keyed by its transactionId, else its message id, then hash-joined to
+-- the items), a second read of (range start, position] only for items not
+-- found there; the items are then applied in order in memory and each
+-- cursor touched is written by ONE UPDATE. Cost: O(items + leased events).
+-- Locks: the items' cursor rows (FOR UPDATE, waits, in (queue, partition)
+-- order). Writes: group_cursor (one UPDATE per cursor changed),
+-- group_dead_letter. Called by: the broker (ack, ack batch, transactions).
 CREATE OR REPLACE FUNCTION pgque.group_ack(i_group text, i_transaction_ids text[], i_partition_ids uuid[],
                                            i_statuses text[], i_lease_ids uuid[], i_errors text[])
 RETURNS TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, noop boolean,
@@ -26,21 +33,42 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
-    v_n      int := coalesce(cardinality(i_transaction_ids), 0);
-    v_group  int;
-    v_part   pgque.partition;
-    v_queue  pgque.queue;
-    v_opts   jsonb;
-    v_gc     pgque.group_cursor;
-    v_status text;
-    v_ev     record;
-    v_prev   record;
-    v_live   boolean;
-    v_end    boolean;
-    v_dlq    boolean;
-    v_fails  int;
-    v_lim    int;
-    v_find   text;
+    v_n       int := coalesce(cardinality(i_transaction_ids), 0);
+    v_group   int;
+    v_queue   pgque.queue;
+    v_tables  int[];
+    v_opts    jsonb;
+    v_lim     int;
+    v_dlqok   boolean;
+    v_dlqmax  boolean;
+    -- per item, filled per queue: the event found in the leased batch
+    -- (after the position) and the one before it there; found below the position
+    a_ev_id   bigint[] := array_fill(NULL::bigint, ARRAY[v_n]);
+    a_ev_time timestamptz[] := array_fill(NULL::timestamptz, ARRAY[v_n]);
+    a_ev_txid xid8[] := array_fill(NULL::xid8, ARRAY[v_n]);
+    a_ev_data text[] := array_fill(NULL::text, ARRAY[v_n]);
+    a_pv_txid xid8[] := array_fill(NULL::xid8, ARRAY[v_n]);
+    a_pv_id   bigint[] := array_fill(NULL::bigint, ARRAY[v_n]);
+    a_below   boolean[] := array_fill(false, ARRAY[v_n]);
+    r         record;
+    -- results, by item
+    o_success boolean[] := array_fill(false, ARRAY[v_n]);
+    o_error   text[] := array_fill(NULL::text, ARRAY[v_n]);
+    o_rel     boolean[] := array_fill(false, ARRAY[v_n]);
+    o_dlq     boolean[] := array_fill(false, ARRAY[v_n]);
+    o_noop    boolean[] := array_fill(false, ARRAY[v_n]);
+    o_queue   text[] := array_fill(NULL::text, ARRAY[v_n]);
+    o_part    int[] := array_fill(NULL::int, ARRAY[v_n]);
+    -- the cursor being applied (its state after the items so far)
+    c_queue   int;
+    c_part    int;
+    c_gc      pgque.group_cursor;
+    c_dirty   boolean := false;
+    v_status  text;
+    v_i       int;
+    v_live    boolean;
+    v_end     boolean;
+    v_fails   int;
 BEGIN
     IF cardinality(i_partition_ids) IS DISTINCT FROM v_n
        OR (i_statuses IS NOT NULL AND cardinality(i_statuses) <> v_n)
@@ -49,117 +77,194 @@ BEGIN
         RAISE EXCEPTION 'pgque: group_ack needs one transaction id, partition id (and status, lease id, error when given) per item'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
+    IF v_n = 0 THEN
+        RETURN;
+    END IF;
     SELECT grp_id INTO v_group FROM pgque.broker_group WHERE grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__');
-    FOR i IN 1 .. v_n LOOP
-        idx := i - 1;
-        transaction_id := i_transaction_ids[i];
-        success := false; error := NULL; lease_released := false; dlq := false; noop := false;
-        queue_name := NULL; partition_id := NULL;
-        v_status := lower(coalesce(i_statuses[i], 'completed'));
+    -- Lock every cursor of the batch at once, in key order (no deadlock
+    -- between two batches naming the same cursors in other orders).
+    PERFORM 1 FROM pgque.group_cursor gc
+     WHERE gc.gc_group = v_group
+       AND (gc.gc_queue, gc.gc_partition) IN (SELECT p.part_queue, p.part_id FROM pgque.partition p
+                                               WHERE p.part_uuid = ANY (i_partition_ids))
+     ORDER BY gc.gc_queue, gc.gc_partition
+       FOR UPDATE;
+    FOR v_queue IN SELECT q.* FROM pgque.queue q
+                    WHERE q.queue_id IN (SELECT p.part_queue FROM pgque.partition p WHERE p.part_uuid = ANY (i_partition_ids))
+                    ORDER BY q.queue_id LOOP
+        v_tables := ARRAY[v_queue.queue_cur_table, (v_queue.queue_cur_table + v_queue.queue_ntables - 1) % v_queue.queue_ntables];
+        -- The leased batches: (position, batch end], each event keyed by its
+        -- transactionId (else its message id), matched to the items by hash.
+        FOR r IN EXECUTE format($sql$
+            WITH l AS MATERIALIZED (
+                SELECT gc.* FROM pgque.group_cursor gc
+                 WHERE gc.gc_queue = $3 AND gc.gc_group = $4
+                   AND gc.gc_partition IN (SELECT p.part_id FROM pgque.partition p
+                                            WHERE p.part_queue = $3 AND p.part_uuid = ANY ($2))
+                   AND gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now()
+            ), ev AS MATERIALIZED (
+                SELECT l.gc_partition AS pid, x.ev_id, x.ev_time, x.ev_txid, x.ev_data,
+                       coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k,
+                       lag(x.ev_txid) OVER w AS pv_txid, lag(x.ev_id) OVER w AS pv_id
+                  FROM l CROSS JOIN LATERAL (%s) x
+                 WHERE (x.ev_txid, x.ev_id) <= (l.gc_end_txid, l.gc_lease_end)
+                WINDOW w AS (PARTITION BY l.gc_partition ORDER BY x.ev_txid, x.ev_id)
+            ), it AS MATERIALIZED (
+                SELECT u.o::int AS i, u.t AS txn, p.part_id
+                  FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY u(t, pu, o)
+                  JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = $3
+                 WHERE u.t IS NOT NULL
+            )
+            SELECT DISTINCT ON (it.i) it.i, ev.ev_id, ev.ev_time, ev.ev_txid, ev.ev_data, ev.pv_txid, ev.pv_id
+              FROM it JOIN ev ON ev.pid = it.part_id AND ev.k = it.txn
+             ORDER BY it.i, ev.ev_txid, ev.ev_id
+            $sql$,
+            pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos',
+                                  'l.gc_end_txid', NULL, '-l.gc_group', 'l.gc_from'))
+          USING i_transaction_ids, i_partition_ids, v_queue.queue_id, v_group
+        LOOP
+            a_ev_id[r.i] := r.ev_id; a_ev_time[r.i] := r.ev_time; a_ev_txid[r.i] := r.ev_txid; a_ev_data[r.i] := r.ev_data;
+            a_pv_txid[r.i] := r.pv_txid; a_pv_id[r.i] := r.pv_id;
+        END LOOP;
+        -- Items not found there: are they at or below the position (inside
+        -- the open range)? Read only for those, once per cursor.
+        IF EXISTS (SELECT 1 FROM unnest(i_transaction_ids, i_partition_ids, a_ev_id) WITH ORDINALITY u(t, pu, e, o)
+                     JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = v_queue.queue_id
+                    WHERE u.t IS NOT NULL AND u.e IS NULL) THEN
+            FOR r IN EXECUTE format($sql$
+                WITH it AS MATERIALIZED (
+                    SELECT u.o::int AS i, u.t AS txn, p.part_id
+                      FROM unnest($1::text[], $2::uuid[], $5::bigint[]) WITH ORDINALITY u(t, pu, e, o)
+                      JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = $3
+                     WHERE u.t IS NOT NULL AND u.e IS NULL
+                ), l AS MATERIALIZED (
+                    SELECT gc.* FROM pgque.group_cursor gc
+                     WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition IN (SELECT it.part_id FROM it)
+                       AND gc.gc_pos IS NOT NULL
+                ), ev AS MATERIALIZED (
+                    SELECT l.gc_partition AS pid, coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k
+                      FROM l CROSS JOIN LATERAL (%s) x
+                     WHERE (x.ev_txid, x.ev_id) <= (l.gc_pos_txid, l.gc_pos)
+                )
+                SELECT DISTINCT it.i FROM it JOIN ev ON ev.pid = it.part_id AND ev.k = it.txn
+                $sql$,
+                pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_lo', 'l.gc_hi', NULL, NULL,
+                                      'l.gc_pos_txid', NULL, '-l.gc_group', 'l.gc_from'))
+              USING i_transaction_ids, i_partition_ids, v_queue.queue_id, v_group, a_ev_id
+            LOOP
+                a_below[r.i] := true;
+            END LOOP;
+        END IF;
+    END LOOP;
+
+    -- Apply the items in order, cursor by cursor; write each cursor once.
+    FOR r IN SELECT u.o::int AS i, u.t AS txn, u.st, u.ls, u.er, p.part_queue, p.part_id, q.queue_name AS qname,
+                    q.queue_options
+               FROM unnest(i_transaction_ids, i_partition_ids,
+                           coalesce(i_statuses, array_fill(NULL::text, ARRAY[v_n])),
+                           coalesce(i_lease_ids, array_fill(NULL::uuid, ARRAY[v_n])),
+                           coalesce(i_errors, array_fill(NULL::text, ARRAY[v_n]))) WITH ORDINALITY u(t, pu, st, ls, er, o)
+               LEFT JOIN pgque.partition p ON p.part_uuid = u.pu
+               LEFT JOIN pgque.queue q ON q.queue_id = p.part_queue
+              ORDER BY p.part_queue NULLS FIRST, p.part_id, u.o
+    LOOP
+        v_i := r.i;
+        IF r.txn IS NULL OR r.part_id IS NULL THEN
+            o_error[v_i] := CASE WHEN r.txn IS NULL THEN 'transactionId is required' ELSE 'unknown partition' END;
+            CONTINUE;
+        END IF;
+        o_queue[v_i] := r.qname; o_part[v_i] := r.part_id;
+        IF c_queue IS DISTINCT FROM r.part_queue OR c_part IS DISTINCT FROM r.part_id THEN
+            IF c_dirty THEN
+                UPDATE pgque.group_cursor gc
+                   SET gc_pos_txid = c_gc.gc_pos_txid, gc_pos = c_gc.gc_pos, gc_lease = c_gc.gc_lease,
+                       gc_lease_until = c_gc.gc_lease_until, gc_end_txid = c_gc.gc_end_txid,
+                       gc_lease_end = c_gc.gc_lease_end, gc_attempts = c_gc.gc_attempts,
+                       gc_fail_ev = c_gc.gc_fail_ev, gc_fails = c_gc.gc_fails, gc_active = c_gc.gc_active
+                 WHERE gc.gc_queue = c_gc.gc_queue AND gc.gc_group = c_gc.gc_group AND gc.gc_partition = c_gc.gc_partition;
+            END IF;
+            c_queue := r.part_queue; c_part := r.part_id; c_dirty := false;
+            SELECT * INTO c_gc FROM pgque.group_cursor gc
+             WHERE gc.gc_queue = r.part_queue AND gc.gc_group = v_group AND gc.gc_partition = r.part_id;
+            IF NOT FOUND THEN
+                c_gc := NULL;
+            END IF;
+            v_opts := pgque.broker_options(r.queue_options);
+            v_lim := (v_opts ->> 'retryLimit')::int;
+            v_dlqok := (v_opts ->> 'deadLetterQueue')::boolean;
+            v_dlqmax := (v_opts ->> 'dlqAfterMaxRetries')::boolean;
+        END IF;
+        IF c_gc.gc_partition IS NULL THEN
+            o_error[v_i] := 'invalid or expired lease';
+            CONTINUE;
+        END IF;
+        v_status := lower(coalesce(r.st, 'completed'));
         v_status := CASE WHEN v_status IN ('completed', 'success', 'acked', 'ok', '') THEN 'completed'
                          WHEN v_status IN ('retry', 'dlq') THEN v_status ELSE 'failed' END;
-        SELECT * INTO v_part FROM pgque.partition WHERE part_uuid = i_partition_ids[i];
-        IF transaction_id IS NULL OR NOT FOUND THEN
-            error := CASE WHEN transaction_id IS NULL THEN 'transactionId is required' ELSE 'unknown partition' END;
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
-        partition_id := v_part.part_id;
-        queue_name := (SELECT q.queue_name FROM pgque.queue q WHERE q.queue_id = v_part.part_queue);
-        SELECT * INTO v_gc FROM pgque.group_cursor gc
-         WHERE gc.gc_queue = v_part.part_queue AND gc.gc_group = v_group AND gc.gc_partition = v_part.part_id
-           FOR UPDATE;
-        IF NOT FOUND THEN
-            error := 'invalid or expired lease';
-            RETURN NEXT;
-            CONTINUE;
-        END IF;
-        SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = v_part.part_queue;
-        v_find := 'SELECT x.* FROM (SELECT $10::int AS gc_partition) l CROSS JOIN LATERAL ('
-               || pgque.group_range_sql(v_queue.queue_id,
-                      ARRAY[v_queue.queue_cur_table, (v_queue.queue_cur_table + v_queue.queue_ntables - 1) % v_queue.queue_ntables],
-                      '$1', '$2', '$3', '$4', '$5', NULL, '-$6', '$7')
-               || ') x WHERE (x.ev_extra1 = $8 OR (x.ev_extra1 IS NULL AND pgque.message_uuid($9, x.ev_id, x.ev_time)::text = $8)) '
-               || 'AND ($5 IS NULL OR (x.ev_txid, x.ev_id) <= ($5, $11)) ORDER BY x.ev_txid, x.ev_id LIMIT 1';
-        v_live := v_gc.gc_lease IS NOT NULL AND v_gc.gc_lease_until > now()
-                  AND (i_lease_ids[i] IS NULL OR i_lease_ids[i] = v_gc.gc_lease);
-        SELECT NULL::bigint AS ev_id, NULL::timestamptz AS ev_time, NULL::xid8 AS ev_txid, NULL::text AS ev_data,
-               NULL::text AS ev_extra1 INTO v_ev;
-        IF v_live THEN
-            -- In the leased batch: after the position, up to the batch end.
-            EXECUTE v_find INTO v_ev
-              USING v_gc.gc_lo, v_gc.gc_hi, v_gc.gc_pos_txid, v_gc.gc_pos, v_gc.gc_end_txid, v_group, v_gc.gc_from,
-                    transaction_id, v_queue.queue_id, v_part.part_id, v_gc.gc_lease_end;
-            IF v_ev.ev_id IS NULL THEN
-                success := true; noop := true;   -- at or below the cursor (or not in this batch)
-                RETURN NEXT;
-                CONTINUE;
-            END IF;
-        ELSE
-            -- No (matching) live lease: only an ack at or below the cursor is fine.
-            IF v_gc.gc_pos IS NOT NULL THEN
-                EXECUTE v_find INTO v_ev
-                  USING v_gc.gc_lo, v_gc.gc_hi, NULL::xid8, NULL::bigint, v_gc.gc_pos_txid, v_group, v_gc.gc_from,
-                        transaction_id, v_queue.queue_id, v_part.part_id, v_gc.gc_pos;
-            END IF;
-            IF v_ev.ev_id IS NOT NULL THEN
-                success := true; noop := true;
+        v_live := c_gc.gc_lease IS NOT NULL AND c_gc.gc_lease_until > now() AND (r.ls IS NULL OR r.ls = c_gc.gc_lease);
+        IF NOT v_live OR a_ev_id[v_i] IS NULL
+           OR (c_gc.gc_pos_txid IS NOT NULL AND (a_ev_txid[v_i], a_ev_id[v_i]) <= (c_gc.gc_pos_txid, c_gc.gc_pos)) THEN
+            -- Not in the live batch after the position: in a live batch that
+            -- is a noop (at or below the cursor, or not in this batch);
+            -- otherwise only an ack at or below the cursor is fine.
+            IF v_live OR a_below[v_i]
+               OR (a_ev_id[v_i] IS NOT NULL AND c_gc.gc_pos_txid IS NOT NULL
+                   AND (a_ev_txid[v_i], a_ev_id[v_i]) <= (c_gc.gc_pos_txid, c_gc.gc_pos)) THEN
+                o_success[v_i] := true; o_noop[v_i] := true;
             ELSE
-                error := 'invalid or expired lease';
+                o_error[v_i] := 'invalid or expired lease';
             END IF;
-            RETURN NEXT;
             CONTINUE;
         END IF;
-        v_opts := pgque.broker_options(v_queue.queue_options);
-        v_lim := (v_opts ->> 'retryLimit')::int;
-        v_end := v_ev.ev_id = v_gc.gc_lease_end;
-        v_fails := CASE WHEN v_gc.gc_fail_ev = v_ev.ev_id THEN v_gc.gc_fails ELSE 0 END + 1;
+        v_end := a_ev_id[v_i] = c_gc.gc_lease_end;
+        v_fails := CASE WHEN c_gc.gc_fail_ev = a_ev_id[v_i] THEN c_gc.gc_fails ELSE 0 END + 1;
         IF v_status = 'failed' AND v_fails > v_lim THEN
             v_status := 'exhausted';
         END IF;
+        c_dirty := true;
+        c_gc.gc_active := now();
         IF v_status IN ('retry', 'failed') THEN
-            SELECT NULL::xid8 AS ev_txid, NULL::bigint AS ev_id INTO v_prev;
-            EXECUTE 'SELECT x.ev_txid, x.ev_id FROM (SELECT $6::int AS gc_partition) l CROSS JOIN LATERAL ('
-                 || pgque.group_range_sql(v_queue.queue_id,
-                        ARRAY[v_queue.queue_cur_table, (v_queue.queue_cur_table + v_queue.queue_ntables - 1) % v_queue.queue_ntables],
-                        '$1', '$2', '$3', '$4', '$5', NULL, '-$7', '$8')
-                 || ') x WHERE (x.ev_txid, x.ev_id) < ($5, $9) ORDER BY x.ev_txid DESC, x.ev_id DESC LIMIT 1'
-               INTO v_prev
-              USING v_gc.gc_lo, v_gc.gc_hi, v_gc.gc_pos_txid, v_gc.gc_pos, v_ev.ev_txid, v_part.part_id, v_group,
-                    v_gc.gc_from, v_ev.ev_id;
-            UPDATE pgque.group_cursor gc
-               SET gc_pos_txid = CASE WHEN v_prev.ev_id IS NULL THEN gc.gc_pos_txid ELSE v_prev.ev_txid END,
-                   gc_pos = CASE WHEN v_prev.ev_id IS NULL THEN gc.gc_pos ELSE v_prev.ev_id END,
-                   gc_lease = NULL, gc_lease_until = NULL, gc_end_txid = NULL, gc_lease_end = NULL,
-                   gc_fail_ev = CASE WHEN v_status = 'failed' THEN v_ev.ev_id ELSE gc.gc_fail_ev END,
-                   gc_fails = CASE WHEN v_status = 'failed' THEN v_fails ELSE gc.gc_fails END,
-                   gc_active = now()
-             WHERE gc.gc_queue = v_gc.gc_queue AND gc.gc_group = v_gc.gc_group AND gc.gc_partition = v_gc.gc_partition;
-            success := true; lease_released := true;
-            RETURN NEXT;
+            -- Earlier ones done: the position moves to the event before it
+            -- (if that is after the position); the lease is released.
+            IF a_pv_id[v_i] IS NOT NULL
+               AND (c_gc.gc_pos_txid IS NULL OR (a_pv_txid[v_i], a_pv_id[v_i]) > (c_gc.gc_pos_txid, c_gc.gc_pos)) THEN
+                c_gc.gc_pos_txid := a_pv_txid[v_i]; c_gc.gc_pos := a_pv_id[v_i];
+            END IF;
+            c_gc.gc_lease := NULL; c_gc.gc_lease_until := NULL; c_gc.gc_end_txid := NULL; c_gc.gc_lease_end := NULL;
+            IF v_status = 'failed' THEN
+                c_gc.gc_fail_ev := a_ev_id[v_i]; c_gc.gc_fails := v_fails;
+            END IF;
+            o_success[v_i] := true; o_rel[v_i] := true;
             CONTINUE;
         END IF;
-        IF v_status = 'dlq' AND (v_opts ->> 'deadLetterQueue')::boolean
-           OR v_status = 'exhausted' AND (v_opts ->> 'deadLetterQueue')::boolean AND (v_opts ->> 'dlqAfterMaxRetries')::boolean THEN
+        IF v_status = 'dlq' AND v_dlqok OR v_status = 'exhausted' AND v_dlqok AND v_dlqmax THEN
             INSERT INTO pgque.group_dead_letter (gdl_queue, gdl_group, gdl_partition, gdl_msg, gdl_txn, gdl_ev_id,
                                                  gdl_created, gdl_data, gdl_error, gdl_retries)
-            VALUES (v_queue.queue_id, v_group, v_part.part_id, pgque.message_uuid(v_queue.queue_id, v_ev.ev_id, v_ev.ev_time),
-                    transaction_id, v_ev.ev_id, v_ev.ev_time, v_ev.ev_data, i_errors[i], v_fails - 1)
+            VALUES (r.part_queue, v_group, r.part_id, pgque.message_uuid(r.part_queue, a_ev_id[v_i], a_ev_time[v_i]),
+                    r.txn, a_ev_id[v_i], a_ev_time[v_i], a_ev_data[v_i], r.er, v_fails - 1)
             ON CONFLICT (gdl_queue, gdl_group, gdl_ev_id) DO NOTHING;
-            dlq := true;
+            o_dlq[v_i] := true;
         END IF;
-        UPDATE pgque.group_cursor gc
-           SET gc_pos_txid = v_ev.ev_txid, gc_pos = v_ev.ev_id,
-               gc_lease = CASE WHEN v_end THEN NULL ELSE gc.gc_lease END,
-               gc_lease_until = CASE WHEN v_end THEN NULL ELSE gc.gc_lease_until END,
-               gc_end_txid = CASE WHEN v_end THEN NULL ELSE gc.gc_end_txid END,
-               gc_lease_end = CASE WHEN v_end THEN NULL ELSE gc.gc_lease_end END,
-               gc_attempts = CASE WHEN v_end THEN 0 ELSE gc.gc_attempts END,
-               gc_fail_ev = NULL, gc_fails = 0,
-               gc_active = now()
-         WHERE gc.gc_queue = v_gc.gc_queue AND gc.gc_group = v_gc.gc_group AND gc.gc_partition = v_gc.gc_partition;
-        success := true; lease_released := v_end;
-        RETURN NEXT;
+        c_gc.gc_pos_txid := a_ev_txid[v_i]; c_gc.gc_pos := a_ev_id[v_i];
+        IF v_end THEN
+            c_gc.gc_lease := NULL; c_gc.gc_lease_until := NULL; c_gc.gc_end_txid := NULL; c_gc.gc_lease_end := NULL;
+            c_gc.gc_attempts := 0;
+        END IF;
+        c_gc.gc_fail_ev := NULL; c_gc.gc_fails := 0;
+        o_success[v_i] := true; o_rel[v_i] := v_end;
     END LOOP;
+    IF c_dirty THEN
+        UPDATE pgque.group_cursor gc
+               SET gc_pos_txid = c_gc.gc_pos_txid, gc_pos = c_gc.gc_pos, gc_lease = c_gc.gc_lease,
+                   gc_lease_until = c_gc.gc_lease_until, gc_end_txid = c_gc.gc_end_txid,
+                   gc_lease_end = c_gc.gc_lease_end, gc_attempts = c_gc.gc_attempts,
+                   gc_fail_ev = c_gc.gc_fail_ev, gc_fails = c_gc.gc_fails, gc_active = c_gc.gc_active
+             WHERE gc.gc_queue = c_gc.gc_queue AND gc.gc_group = c_gc.gc_group AND gc.gc_partition = c_gc.gc_partition;
+    END IF;
+    RETURN QUERY
+        SELECT (u.o - 1)::int, u.t, u.s, u.e, u.rl, u.d, u.nn, u.qn, u.pi
+          FROM unnest(i_transaction_ids, o_success, o_error, o_rel, o_dlq, o_noop, o_queue, o_part)
+               WITH ORDINALITY u(t, s, e, rl, d, nn, qn, pi, o)
+         ORDER BY u.o;
 END;
 $$;
