@@ -7,10 +7,7 @@
 -- i_auto_ack, move the cursor past them) in one UPDATE.
 -- A cursor serves its open range (lo, hi] while it has events after its
 -- position, else the next range (hi, latest tick]; events of a range in
--- (ev_txid, ev_id) order. Each candidate is probed first (its first
--- pending event in each range: one index row each); at most i_batch + 1
--- events are then read, of one range, only for the first i_max_partitions
--- candidates that can be taken - never a full batch per candidate.
+-- (ev_txid, ev_id) order. At most i_batch + 1 events are read per range.
 -- delayedProcessing D: only events created at least D ago are taken (a
 -- prefix: an unripe event stops the batch). windowBuffer W: a partition
 -- whose newest pending event is younger than W is not taken.
@@ -72,49 +69,36 @@ BEGIN
         ), cur AS (
             SELECT gc.gc_partition, gc.gc_lease, gc.gc_lease_until FROM pgque.group_cursor gc
              WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = ANY ($3)
-        ), l AS MATERIALIZED (
+        ), l AS (
             SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
               FROM pgque.group_cursor gc
              WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = ANY ($3)
                AND (gc.gc_lease IS NULL OR gc.gc_lease_until <= now())
                FOR UPDATE SKIP LOCKED
-        ), pr AS (
-            -- Probe: the first pending event of each locked candidate's open
-            -- range and of its next range (one index row each).
-            SELECT l.*, c.ord, pc.ev_time AS cur_time, pn.ev_time AS next_time,
-                   pc.ev_id IS NOT NULL AS any_cur, pn.ev_id IS NOT NULL AS has_next
-              FROM l JOIN cand c ON c.pid = l.gc_partition
-              LEFT JOIN LATERAL (%1$s) pc ON true
-              LEFT JOIN LATERAL (%2$s) pn ON true
-        ), pw AS (
-            SELECT l.*, (l.any_cur OR l.has_next) AS has_work,
-                   CASE WHEN l.any_cur THEN l.cur_time ELSE l.next_time END AS first_time, nw.newest
-              FROM pr l
-              LEFT JOIN LATERAL (SELECT max(w.ev_time) AS newest FROM (%4$s) w
-                                  WHERE $10::interval > interval '0' AND (l.any_cur OR l.has_next)) nw ON true
-        ), sel AS (
-            SELECT l.*, count(*) FILTER (WHERE l.can_take) OVER (ORDER BY l.ord) AS take_rank
-              FROM (SELECT l.*, l.has_work AND ($9::interval = interval '0' OR l.first_time <= now() - $9::interval)
-                                AND (l.newest IS NULL OR l.newest <= now() - $10::interval) AS can_take
-                      FROM pw l) l
         ), ev AS (
-            -- Full reads (at most batch + 1 events, of the open range when
-            -- it has any, else of the next) only for the partitions that
-            -- may be taken: the first max_partitions takeable ones.
-            SELECT l.gc_partition AS pid, a.* FROM sel l CROSS JOIN LATERAL (%3$s) a
-             WHERE l.can_take AND l.take_rank <= $5
-        ), chosen AS (
-            SELECT ev.*, row_number() OVER w AS rn, count(*) OVER (PARTITION BY ev.pid) AS cnt,
-                   bool_and($9::interval = interval '0' OR ev.ev_time <= now() - $9::interval) OVER w AS ripe
+            SELECT l.gc_partition AS pid, true AS in_cur, a.* FROM l CROSS JOIN LATERAL (%1$s) a
+            UNION ALL
+            SELECT l.gc_partition, false, b.* FROM l CROSS JOIN LATERAL (%2$s) b
+        ), ranked AS (
+            SELECT ev.*, bool_or(ev.in_cur) OVER (PARTITION BY ev.pid) AS any_cur,
+                   count(*) FILTER (WHERE NOT ev.in_cur) OVER (PARTITION BY ev.pid) AS next_n
               FROM ev
-            WINDOW w AS (PARTITION BY ev.pid ORDER BY ev.ev_txid, ev.ev_id)
+        ), chosen AS (
+            SELECT r.*, row_number() OVER w AS rn, count(*) OVER (PARTITION BY r.pid) AS cnt,
+                   bool_and($9::interval = interval '0' OR r.ev_time <= now() - $9::interval) OVER w AS ripe
+              FROM ranked r WHERE r.in_cur = r.any_cur
+            WINDOW w AS (PARTITION BY r.pid ORDER BY r.ev_txid, r.ev_id)
         ), per AS (
-            SELECT l.gc_partition AS pid, l.ord, l.any_cur, l.has_next, l.has_work, l.first_time, l.newest,
-                   l.can_take AND l.take_rank <= $5 AND coalesce(s.ripe_n, 0) > 0 AS can_take,
-                   coalesce(s.ripe_n, 0) AS ripe_n, coalesce(s.cnt, 0) AS cnt
-              FROM sel l
-              LEFT JOIN (SELECT ch.pid, count(*) FILTER (WHERE ch.ripe) AS ripe_n, max(ch.cnt) AS cnt
+            SELECT l.gc_partition AS pid, c.ord, coalesce(s.ripe_n, 0) AS ripe_n, coalesce(s.cnt, 0) AS cnt,
+                   coalesce(s.next_n, 0) AS next_n, s.first_unripe, coalesce(s.any_cur, true) AS any_cur, nw.newest,
+                   coalesce(s.ripe_n, 0) > 0 AND (nw.newest IS NULL OR nw.newest <= now() - $10::interval) AS can_take
+              FROM l JOIN cand c ON c.pid = l.gc_partition
+              LEFT JOIN (SELECT ch.pid, count(*) FILTER (WHERE ch.ripe) AS ripe_n, max(ch.cnt) AS cnt,
+                                max(ch.next_n) AS next_n, min(ch.ev_time) FILTER (WHERE NOT ch.ripe) AS first_unripe,
+                                bool_or(ch.any_cur) AS any_cur
                            FROM chosen ch GROUP BY ch.pid) s ON s.pid = l.gc_partition
+              LEFT JOIN LATERAL (SELECT max(w.ev_time) AS newest FROM (%3$s) w
+                                  WHERE $10::interval > interval '0' AND s.cnt > 0) nw ON true
         ), alloc AS (
             SELECT p.*, count(*) FILTER (WHERE p.can_take) OVER (ORDER BY p.ord) AS take_rank,
                    coalesce(sum(p.ripe_n) FILTER (WHERE p.can_take)
@@ -153,16 +137,16 @@ BEGIN
                    CASE WHEN t.pid IS NOT NULL THEN 'took'
                         WHEN p.pid IS NULL AND cu.gc_partition IS NULL THEN 'empty'
                         WHEN p.pid IS NULL THEN 'leased'
-                        WHEN NOT p.has_work THEN 'empty'
+                        WHEN p.cnt = 0 THEN 'empty'
                         ELSE 'leased' END AS verdict,
-                   CASE WHEN t.pid IS NOT NULL THEN t.n = p.cnt AND p.cnt <= $4 AND (NOT p.any_cur OR NOT p.has_next) END AS drained,
+                   CASE WHEN t.pid IS NOT NULL THEN t.n = p.cnt AND p.cnt <= $4 AND (NOT p.any_cur OR p.next_n = 0) END AS drained,
                    CASE WHEN t.pid IS NOT NULL THEN u.gc_lease_until
                         WHEN p.pid IS NULL AND cu.gc_partition IS NULL THEN NULL
                         WHEN p.pid IS NULL THEN CASE WHEN cu.gc_lease IS NOT NULL AND cu.gc_lease_until > now()
                                                      THEN cu.gc_lease_until ELSE now() + interval '100 milliseconds' END
-                        WHEN NOT p.has_work THEN NULL
-                        WHEN $9::interval = interval '0' OR p.first_time <= now() - $9::interval THEN p.newest + $10::interval
-                        ELSE p.first_time + $9::interval END AS until
+                        WHEN p.cnt = 0 THEN NULL
+                        WHEN p.ripe_n > 0 THEN p.newest + $10::interval
+                        ELSE p.first_unripe + $9::interval END AS until
               FROM cand c
               LEFT JOIN per p ON p.pid = c.pid
               LEFT JOIN takes t ON t.pid = c.pid
@@ -193,20 +177,11 @@ BEGIN
          ORDER BY o.k, o.ord, o.rn
         $sql$,
         pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL,
-                              '1', '-$2', 'l.gc_from'),
-        pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_hi', '$8', NULL, NULL, NULL,
-                              '1', '-$2', 'l.gc_from'),
-        pgque.group_range_sql(v_queue.queue_id, v_tables,
-                              'CASE WHEN l.any_cur THEN l.gc_lo ELSE l.gc_hi END',
-                              'CASE WHEN l.any_cur THEN l.gc_hi ELSE $8 END',
-                              'CASE WHEN l.any_cur THEN l.gc_pos_txid END', 'CASE WHEN l.any_cur THEN l.gc_pos END', NULL,
                               '$4 + 1', '-$2', 'l.gc_from'),
-        -- the newest pending event: only a windowBuffer needs it (planning
-        -- the range reads is most of a pop's fixed cost)
-        CASE WHEN coalesce(v_window, 0) > 0
-             THEN pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_lo', '$8', 'l.gc_pos_txid', 'l.gc_pos', NULL,
-                                        NULL, '-$2', 'l.gc_from')
-             ELSE 'SELECT NULL::timestamptz AS ev_time WHERE false' END)
+        pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_hi', '$8', NULL, NULL, NULL,
+                              '$4 + 1', '-$2', 'l.gc_from'),
+        pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_lo', '$8', 'l.gc_pos_txid', 'l.gc_pos', NULL,
+                              NULL, '-$2', 'l.gc_from'))
     USING v_queue.queue_id, v_group, i_partitions, i_batch, i_max_partitions, coalesce(i_auto_ack, false),
           v_tick, v_snap, make_interval(secs => (v_opts ->> 'delayedProcessing')::int),
           make_interval(secs => v_window), gen_random_uuid(), v_lease;
