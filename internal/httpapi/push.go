@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
@@ -70,11 +71,14 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
 	defer cancel()
+	t0 := time.Now()
 	res, err := broker.Push(ctx, s.pool, items)
 	if err != nil {
 		return err
 	}
+	t1 := time.Now()
 	s.awaitTicks(r.Context(), s.afterPush(res, broker.EventPushed))
+	setServerTiming(w, timing{"db", t1.Sub(t0)}, timing{"tick", time.Since(t1)})
 	out := make([]pushResult, len(res))
 	for i, p := range res {
 		name, _ := clientName(r, p.Queue)
@@ -103,6 +107,30 @@ func (s *Server) afterPush(res []broker.PushResult, kind string) []string {
 		queues = append(queues, q)
 	}
 	return queues
+}
+
+// timing is one entry of a Server-Timing response header.
+type timing struct {
+	name string
+	dur  time.Duration
+}
+
+// setServerTiming sets the Server-Timing header (milliseconds): where a
+// request's time went inside the broker - a push's database statement
+// ("db") and its wait for the queue's tick ("tick"), a pop's database
+// statements ("db") and its time parked ("park") - so a client or a
+// benchmark can split its latency without the broker's logs.
+func setServerTiming(w http.ResponseWriter, ts ...timing) {
+	b := make([]byte, 0, 64)
+	for i, t := range ts {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, t.name...)
+		b = append(b, ";dur="...)
+		b = strconv.AppendFloat(b, float64(t.dur.Microseconds())/1000, 'f', 3, 64)
+	}
+	w.Header().Set("Server-Timing", string(b))
 }
 
 // tickWait bounds how long a push's answer waits for its queues' ticks.

@@ -135,8 +135,8 @@ func (t *queueTicker) tick(queue string) {
 }
 
 // Barrier returns a channel closed once every tick requested so far for
-// queue is done (nil when none is in flight): a pop on this broker right
-// after its push waits for that push's tick (read your writes).
+// queue is done (nil when none is in flight): a push is answered once its
+// tick is done (awaitTicks).
 func (t *queueTicker) Barrier(queue string) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()

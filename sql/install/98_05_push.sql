@@ -11,6 +11,10 @@
 -- way insert_event / send_batch choose it (queue row read without a lock),
 -- one set-based INSERT per queue, with ev_partition set, ev_type 'default',
 -- ev_data the payload's JSON text, ev_extra1 the given transactionId.
+-- Every statement is static (plans cached per session) except that INSERT,
+-- a plain INSERT ... SELECT FROM unnest(arrays) whose table name is the
+-- only dynamic part (cheap to plan); partitions are interned and dedup
+-- locks / lookups / rows written only when needed.
 -- Bad input (array lengths differ, a missing queue or payload, invalid
 -- names) raises invalid_parameter_value and inserts nothing.
 -- Returns: (idx, message_id, transaction_id, queue_name, status,
@@ -35,6 +39,14 @@ DECLARE
     v_qname  text;
     v_queue  pgque.queue;
     v_window interval;
+    v_dedup  boolean;
+    v_idx    int[];
+    v_pid    int[];
+    v_pl     text[];
+    v_txn    text[];
+    v_first  int[];
+    v_dd     uuid[];
+    v_ev     bigint[];
 BEGIN
     IF i_queues IS NULL OR i_payloads IS NULL THEN
         RAISE EXCEPTION 'pgque: push needs the items'' queues and payloads (got NULL)' USING ERRCODE = 'invalid_parameter_value';
@@ -61,64 +73,79 @@ BEGIN
     END IF;
 
     FOR v_qname IN SELECT DISTINCT q FROM unnest(i_queues) q ORDER BY 1 LOOP
-        IF NOT EXISTS (SELECT 1 FROM pgque.queue q WHERE q.queue_name = v_qname) THEN
-            PERFORM pgque.create_queue(v_qname);
-        END IF;
         SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_name = v_qname;
-        PERFORM pgque.intern_partitions(v_queue.queue_id,
-            ARRAY(SELECT DISTINCT coalesce(u.p, 'Default') FROM unnest(i_queues, v_parts) u(q, p) WHERE u.q = v_qname));
-        v_window := make_interval(secs => (pgque.broker_options(v_queue.queue_options) ->> 'dedupWindowSeconds')::int);
-        PERFORM pg_advisory_xact_lock(1885827449, k.key)
-           FROM (SELECT DISTINCT hashtext(v_queue.queue_id || '/' || p.part_id) AS key
-                   FROM unnest(i_queues, v_parts, v_txns) u(q, pn, t)
-                   JOIN pgque.partition p ON p.part_queue = v_queue.queue_id AND p.part_name = coalesce(u.pn, 'Default')
-                  WHERE u.q = v_qname AND nullif(u.t, '') IS NOT NULL
-                  ORDER BY 1) k;
-        RETURN QUERY EXECUTE format($sql$
-            WITH it AS (
-                SELECT u.o::int AS idx, p.part_id, u.pl, nullif(u.t, '') AS txn
-                  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::text[]) WITH ORDINALITY u(qn, pn, pl, t, o)
-                  JOIN pgque.partition p ON p.part_queue = $5 AND p.part_name = coalesce(u.pn, 'Default')
-                 WHERE u.qn = $6
-            ), firsts AS (
-                -- first_idx: the item this one repeats (itself when it has no transactionId)
-                SELECT it.*, CASE WHEN it.txn IS NULL THEN it.idx
-                                  ELSE min(it.idx) OVER (PARTITION BY it.part_id, it.txn) END AS first_idx
-                  FROM it
-            ), looked AS (
-                SELECT f.*, pr.dd_msg
-                  FROM firsts f
-                  LEFT JOIN LATERAL (
-                        SELECT d.dd_msg FROM pgque.dedup d
-                         WHERE f.txn IS NOT NULL AND f.idx = f.first_idx
-                           AND d.dd_queue = $5 AND d.dd_partition = f.part_id AND d.dd_txn = f.txn
-                           AND d.dd_time > now() - $7::interval
-                         ORDER BY d.dd_time LIMIT 1) pr ON true
-            ), fresh AS (
-                SELECT s.*, CASE WHEN s.idx = s.first_idx AND s.dd_msg IS NULL THEN nextval($8::regclass) END AS ev_id
-                  FROM (SELECT l.* FROM looked l ORDER BY l.idx) s
-            ), ins AS (
-                INSERT INTO %s (ev_id, ev_type, ev_data, ev_extra1, ev_partition)
-                SELECT fr.ev_id, 'default', fr.pl::text, fr.txn, fr.part_id FROM fresh fr WHERE fr.ev_id IS NOT NULL
-                RETURNING 1
-            ), dd AS (
-                INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg)
-                SELECT pgque.dedup_gen(now()), $5, fr.part_id, fr.txn, pgque.message_uuid($5, fr.ev_id, now())
-                  FROM fresh fr WHERE fr.ev_id IS NOT NULL AND fr.txn IS NOT NULL
-                RETURNING 1
-            ), res AS (
-                SELECT fr.idx, fr.txn, fr.part_id, fr.ev_id,
-                       coalesce(pgque.message_uuid($5, max(fr.ev_id) OVER (PARTITION BY fr.first_idx), now()),
-                                (max(fr.dd_msg::text) OVER (PARTITION BY fr.first_idx))::uuid) AS msg
-                  FROM fresh fr
-            )
-            SELECT r.idx - 1, r.msg, coalesce(r.txn, r.msg::text), $6,
-                   CASE WHEN r.ev_id IS NOT NULL THEN 'queued' ELSE 'duplicate' END, r.part_id
-              FROM res r
-             WHERE (SELECT count(*) FROM ins) >= 0 AND (SELECT count(*) FROM dd) >= 0
-             ORDER BY r.idx
-            $sql$, pgque.event_table(v_queue.queue_id, v_queue.queue_cur_table))
-        USING i_queues, v_parts, i_payloads, v_txns, v_queue.queue_id, v_qname, v_window, v_queue.queue_event_seq;
+        IF NOT FOUND THEN
+            PERFORM pgque.create_queue(v_qname);
+            SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_name = v_qname;
+        END IF;
+        -- intern_partitions validates and creates the names not seen yet.
+        IF EXISTS (SELECT 1 FROM unnest(i_queues, v_parts) u(q, pn)
+                    WHERE u.q = v_qname
+                      AND NOT EXISTS (SELECT 1 FROM pgque.partition p
+                                       WHERE p.part_queue = v_queue.queue_id AND p.part_name = coalesce(u.pn, 'Default'))) THEN
+            PERFORM pgque.intern_partitions(v_queue.queue_id,
+                ARRAY(SELECT DISTINCT coalesce(u.p, 'Default') FROM unnest(i_queues, v_parts) u(q, p) WHERE u.q = v_qname));
+        END IF;
+        v_dedup := EXISTS (SELECT 1 FROM unnest(i_queues, v_txns) u(q, t) WHERE u.q = v_qname AND nullif(u.t, '') IS NOT NULL);
+        IF v_dedup THEN
+            v_window := make_interval(secs => (pgque.broker_options(v_queue.queue_options) ->> 'dedupWindowSeconds')::int);
+            PERFORM pg_advisory_xact_lock(1885827449, k.key)
+               FROM (SELECT DISTINCT hashtext(v_queue.queue_id || '/' || p.part_id) AS key
+                       FROM unnest(i_queues, v_parts, v_txns) u(q, pn, t)
+                       JOIN pgque.partition p ON p.part_queue = v_queue.queue_id AND p.part_name = coalesce(u.pn, 'Default')
+                      WHERE u.q = v_qname AND nullif(u.t, '') IS NOT NULL
+                      ORDER BY 1) k;
+        END IF;
+        -- The items of this queue: which repeat which, which are recorded
+        -- duplicates, and event ids (in input order) for the fresh ones.
+        WITH it AS (
+            SELECT u.o::int AS idx, p.part_id, u.pl, nullif(u.t, '') AS txn
+              FROM unnest(i_queues, v_parts, i_payloads, v_txns) WITH ORDINALITY u(qn, pn, pl, t, o)
+              JOIN pgque.partition p ON p.part_queue = v_queue.queue_id AND p.part_name = coalesce(u.pn, 'Default')
+             WHERE u.qn = v_qname
+        ), firsts AS (
+            -- first_idx: the item this one repeats (itself when it has no transactionId)
+            SELECT it.*, CASE WHEN it.txn IS NULL THEN it.idx
+                              ELSE min(it.idx) OVER (PARTITION BY it.part_id, it.txn) END AS first_idx
+              FROM it
+        ), looked AS (
+            SELECT f.*, pr.dd_msg
+              FROM firsts f
+              LEFT JOIN LATERAL (
+                    SELECT d.dd_msg FROM pgque.dedup d
+                     WHERE v_dedup AND f.txn IS NOT NULL AND f.idx = f.first_idx
+                       AND d.dd_queue = v_queue.queue_id AND d.dd_partition = f.part_id AND d.dd_txn = f.txn
+                       AND d.dd_time > now() - v_window
+                     ORDER BY d.dd_time LIMIT 1) pr ON true
+        ), fresh AS (
+            SELECT s.*, CASE WHEN s.idx = s.first_idx AND s.dd_msg IS NULL
+                             THEN nextval(v_queue.queue_event_seq::regclass) END AS ev_id
+              FROM (SELECT l.* FROM looked l ORDER BY l.idx) s
+        )
+        SELECT array_agg(fr.idx ORDER BY fr.idx), array_agg(fr.part_id ORDER BY fr.idx), array_agg(fr.pl::text ORDER BY fr.idx),
+               array_agg(fr.txn ORDER BY fr.idx), array_agg(fr.first_idx ORDER BY fr.idx),
+               array_agg(fr.dd_msg ORDER BY fr.idx), array_agg(fr.ev_id ORDER BY fr.idx)
+          INTO v_idx, v_pid, v_pl, v_txn, v_first, v_dd, v_ev
+          FROM fresh fr;
+        EXECUTE format('INSERT INTO %s (ev_id, ev_type, ev_data, ev_extra1, ev_partition) '
+                       'SELECT u.e, ''default'', u.d, u.x, u.p FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) u(e, d, x, p) '
+                       'WHERE u.e IS NOT NULL',
+                       pgque.event_table(v_queue.queue_id, v_queue.queue_cur_table))
+        USING v_ev, v_pl, v_txn, v_pid;
+        IF v_dedup THEN
+            INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg)
+            SELECT pgque.dedup_gen(now()), v_queue.queue_id, u.p, u.x, pgque.message_uuid(v_queue.queue_id, u.e, now())
+              FROM unnest(v_ev, v_txn, v_pid) u(e, x, p)
+             WHERE u.e IS NOT NULL AND u.x IS NOT NULL;
+        END IF;
+        RETURN QUERY
+        SELECT r.i - 1, r.msg, coalesce(r.x, r.msg::text), v_qname,
+               CASE WHEN r.e IS NOT NULL THEN 'queued' ELSE 'duplicate' END, r.p
+          FROM (SELECT u.i, u.x, u.p, u.e,
+                       coalesce(pgque.message_uuid(v_queue.queue_id, max(u.e) OVER (PARTITION BY u.f), now()),
+                                (max(u.dm::text) OVER (PARTITION BY u.f))::uuid) AS msg
+                  FROM unnest(v_idx, v_first, v_ev, v_dd, v_txn, v_pid) u(i, f, e, dm, x, p)) r
+         ORDER BY r.i;
     END LOOP;
 END;
 $$;
