@@ -880,6 +880,20 @@ func TestServeKilledMidPushAllOrNone(t *testing.T) {
 	}
 }
 
+// brokerTickOnlyPair makes a database and two brokers on it (not started)
+// whose broker-driven ticks are the only ones: no standby ticker on either
+// (it would tick the queue itself), no pg_cron job, no daemon.
+func brokerTickOnlyPair(t *testing.T) (a, b *soakBroker) {
+	t.Helper()
+	dsn := pgtest.NewDB(t)
+	bin := buildPgquectl(t)
+	a = newSoakBroker(t, "A", bin, dsn)
+	b = newSoakBroker(t, "B", bin, dsn)
+	a.args = []string{"--standby-ticker=false"}
+	b.args = a.args
+	return a, b
+}
+
 // A push answered 201 by a broker that is SIGKILLed right after is
 // poppable through the other broker, with nothing else ticking (no pg_cron
 // job, no daemon, no later push to that queue): the answer waits for the
@@ -887,14 +901,7 @@ func TestServeKilledMidPushAllOrNone(t *testing.T) {
 // the broker: the message stayed invisible (3 of 3 here).
 func TestServeAckedPushVisibleAfterBrokerKill(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDB(t)
-	bin := buildPgquectl(t)
-	a := newSoakBroker(t, "A", bin, dsn)
-	b := newSoakBroker(t, "B", bin, dsn)
-	// Only the broker-driven tick may make the message visible: no
-	// standby ticker on either broker (it would tick the queue itself).
-	a.args = []string{"--standby-ticker=false"}
-	b.args = a.args
+	a, b := brokerTickOnlyPair(t)
 	a.start()
 	client := &http.Client{Timeout: 30 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -936,14 +943,7 @@ func TestServeAckedPushVisibleAfterBrokerKill(t *testing.T) {
 // push test's fresh B does), which the kill then beats.
 func TestServeReplayVisibleAfterBrokerKill(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDB(t)
-	bin := buildPgquectl(t)
-	a := newSoakBroker(t, "A", bin, dsn)
-	b := newSoakBroker(t, "B", bin, dsn)
-	// Only the broker-driven tick may make the message visible: no
-	// standby ticker on either broker (it would tick the queue itself).
-	a.args = []string{"--standby-ticker=false"}
-	b.args = a.args
+	a, b := brokerTickOnlyPair(t)
 	a.start()
 	b.start()
 	client := &http.Client{Timeout: 30 * time.Second}
