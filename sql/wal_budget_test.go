@@ -181,6 +181,22 @@ func walProbe(t *testing.T, ctx context.Context, conn *pgx.Conn, q string, perTi
 		}
 	}
 	end := lsn()
+	// pg_walinspect reads only flushed WAL ("cannot accept future end
+	// LSN"): wait until the WAL up to end is on disk. Asynchronous commits
+	// (the tickers of other tests' databases) can leave it unflushed.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var flushed bool
+		if err := conn.QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, fmtLSN(end)).Scan(&flushed); err != nil {
+			t.Fatalf("flush lsn: %v", err)
+		}
+		if flushed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("WAL up to %s not flushed within 30 s", fmtLSN(end))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if received != walEvents {
 		t.Fatalf("received %d events, want %d", received, walEvents)
 	}
