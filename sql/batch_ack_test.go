@@ -7,6 +7,18 @@ import (
 )
 
 // payloads returns m1..mn.
+// tickedBatch creates queue q with consumer c, sends n payloads (m1..mn) in
+// one transaction and ticks, so that c's next receive gets them as a batch.
+func (e *engine) tickedBatch(n int) []string {
+	e.t.Helper()
+	e.exec(`SELECT pgque.create_queue('q')`)
+	e.exec(`SELECT pgque.subscribe('q', 'c')`)
+	want := payloads(n)
+	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
+	e.tick("q")
+	return want
+}
+
 func payloads(n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -27,11 +39,7 @@ func msgPayloads(ms []msg) []string {
 // reply was lost must not finish the batch past events it never received.
 func TestBatchRepeatedAckSkipsNothing(t *testing.T) {
 	e := setup(t)
-	e.exec(`SELECT pgque.create_queue('q')`)
-	e.exec(`SELECT pgque.subscribe('q', 'c')`)
-	want := payloads(20)
-	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
-	e.tick("q")
+	want := e.tickedBatch(20)
 
 	first := e.receive("q", "c", 7)
 	if got := strings.Join(msgPayloads(first), ","); got != strings.Join(want[:7], ",") {
@@ -69,11 +77,7 @@ func TestBatchRepeatedAckSkipsNothing(t *testing.T) {
 // TestBatchReceiveMaxInt: i_max_return may be any positive int.
 func TestBatchReceiveMaxInt(t *testing.T) {
 	e := setup(t)
-	e.exec(`SELECT pgque.create_queue('q')`)
-	e.exec(`SELECT pgque.subscribe('q', 'c')`)
-	want := payloads(5)
-	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
-	e.tick("q")
+	want := e.tickedBatch(5)
 	ms := e.receive("q", "c", 2147483647)
 	exactlyOnce(t, msgPayloads(ms), want)
 	if n := e.int64(`SELECT pgque.ack($1)`, ms[0].Batch); n != 1 {

@@ -39,11 +39,7 @@ func isBusy(err error) bool {
 // acknowledged, so nothing is delivered twice and nothing skipped.
 func TestBatchSecondReaderIsRefused(t *testing.T) {
 	e := setup(t)
-	e.exec(`SELECT pgque.create_queue('q')`)
-	e.exec(`SELECT pgque.subscribe('q', 'c')`)
-	want := payloads(20)
-	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
-	e.tick("q")
+	want := e.tickedBatch(20)
 	w1 := pgtest.Conn(t, e.dsn)
 	w2 := pgtest.Conn(t, e.dsn)
 
@@ -285,11 +281,7 @@ wait:
 // events: it fails (40001 or 55P03) and the events are delivered once.
 func TestBatchSecondReaderRepeatableRead(t *testing.T) {
 	e := setup(t)
-	e.exec(`SELECT pgque.create_queue('q')`)
-	e.exec(`SELECT pgque.subscribe('q', 'c')`)
-	want := payloads(10)
-	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
-	e.tick("q")
+	want := e.tickedBatch(10)
 	w2 := pgtest.Conn(t, e.dsn)
 	tx, err := w2.BeginTx(ctxT(t), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {

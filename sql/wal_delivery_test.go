@@ -32,11 +32,7 @@ func deliverySeqs(e *engine) int64 {
 // fails with 40001 and nothing is delivered twice.
 func TestDeliveryRepeatableReadReaderAfterAck(t *testing.T) {
 	e := setup(t)
-	e.exec(`SELECT pgque.create_queue('q')`)
-	e.exec(`SELECT pgque.subscribe('q', 'c')`)
-	want := payloads(10)
-	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
-	e.tick("q")
+	want := e.tickedBatch(10)
 	rr := pgtest.Conn(t, e.dsn)
 	tx, err := rr.BeginTx(ctxT(t), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
@@ -69,11 +65,7 @@ func TestDeliveryRepeatableReadReaderAfterAck(t *testing.T) {
 // nothing is lost or delivered twice.
 func TestDeliveryRolledBackReceiveKeepsLease(t *testing.T) {
 	e := setup(t)
-	e.exec(`SELECT pgque.create_queue('q')`)
-	e.exec(`SELECT pgque.subscribe('q', 'c')`)
-	want := payloads(5)
-	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
-	e.tick("q")
+	want := e.tickedBatch(5)
 	r := pgtest.Conn(t, e.dsn)
 	tx, err := r.Begin(ctxT(t))
 	if err != nil {
@@ -223,11 +215,7 @@ func TestDeliveryCrashRecovery(t *testing.T) {
 	if e.int64(`SELECT current_setting('server_version_num')::int`) < 150000 {
 		t.Skip("delivery sequences are logged before PostgreSQL 15")
 	}
-	e.exec(`SELECT pgque.create_queue('q')`)
-	e.exec(`SELECT pgque.subscribe('q', 'c')`)
-	want := payloads(3)
-	e.exec(`SELECT pgque.send_batch('q', $1::text[])`, want)
-	e.tick("q")
+	want := e.tickedBatch(3)
 	first := e.receive("q", "c", 100)
 	if len(first) != 3 {
 		t.Fatalf("receive: %d events", len(first))

@@ -96,33 +96,24 @@ Missing binaries: bash scripts/setup.sh installs them (Debian/Ubuntu).`,
 }
 
 func newDevStopCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "stop",
-		Short: "Stop the dev cluster (keeps its data)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts, err := devOptions(a, cmd)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
-			defer cancel()
-			if err := devbroker.Stop(ctx, opts.StateDir, devBrokerStop); err != nil {
-				return fmt.Errorf("dev stop: %w", err)
-			}
-			if err := devenv.Stop(ctx, opts); err != nil {
-				return fmt.Errorf("dev stop: %w", err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster in %s stopped (pgquectl dev%s starts it again)\n", opts.StateDir, stateFlag(opts))
-			return nil
-		},
-	}
+	return newDevShutdownCmd(a, "stop", "Stop the dev cluster (keeps its data)", devenv.Stop,
+		func(opts devenv.Options) string {
+			return fmt.Sprintf("dev cluster in %s stopped (pgquectl dev%s starts it again)", opts.StateDir, stateFlag(opts))
+		})
 }
 
 func newDevDestroyCmd(a *app) *cobra.Command {
+	return newDevShutdownCmd(a, "destroy", "Stop the dev cluster and delete its state directory (all data)", devenv.Destroy,
+		func(opts devenv.Options) string { return fmt.Sprintf("dev cluster in %s destroyed", opts.StateDir) })
+}
+
+// newDevShutdownCmd builds `dev stop` and `dev destroy`: stop the dev broker,
+// then run act on the cluster and print done's line.
+func newDevShutdownCmd(a *app, use, short string, act func(context.Context, devenv.Options) error,
+	done func(devenv.Options) string) *cobra.Command {
 	return &cobra.Command{
-		Use:   "destroy",
-		Short: "Stop the dev cluster and delete its state directory (all data)",
+		Use:   use,
+		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := devOptions(a, cmd)
@@ -132,12 +123,12 @@ func newDevDestroyCmd(a *app) *cobra.Command {
 			ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
 			defer cancel()
 			if err := devbroker.Stop(ctx, opts.StateDir, devBrokerStop); err != nil {
-				return fmt.Errorf("dev destroy: %w", err)
+				return fmt.Errorf("dev %s: %w", use, err)
 			}
-			if err := devenv.Destroy(ctx, opts); err != nil {
-				return fmt.Errorf("dev destroy: %w", err)
+			if err := act(ctx, opts); err != nil {
+				return fmt.Errorf("dev %s: %w", use, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "dev cluster in %s destroyed\n", opts.StateDir)
+			fmt.Fprintln(cmd.OutOrStdout(), done(opts))
 			return nil
 		},
 	}

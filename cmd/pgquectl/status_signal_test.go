@@ -1,35 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pgquectl/pgquectl/internal/logbuf"
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while Main writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // mainUntilSIGINT runs Main with args, sends the process SIGINT (Ctrl-C)
 // once ready says so, and returns what Main returned. Not parallel: the
@@ -40,7 +21,7 @@ func mainUntilSIGINT(t *testing.T, ready func(stdout string) bool, args ...strin
 	guard := make(chan os.Signal, 1)
 	signal.Notify(guard, os.Interrupt)
 	defer signal.Stop(guard)
-	var out, errOut syncBuffer
+	var out, errOut logbuf.Buffer
 	done := make(chan int, 1)
 	go func() { done <- Main(args, &out, &errOut) }()
 	deadline := time.Now().Add(time.Minute)

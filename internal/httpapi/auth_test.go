@@ -1,11 +1,9 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/httpapi"
+	"github.com/pgquectl/pgquectl/internal/logbuf"
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
@@ -160,7 +159,7 @@ func TestBrokerWithoutTickPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	var logBuf syncBuffer
+	var logBuf logbuf.Buffer
 	b := e.start(httpapi.Config{Pool: pool, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
 	b.push(item("q", "", map[string]int{"n": 1}, ""))
 	b.push(item("q", "", map[string]int{"n": 2}, ""))
@@ -173,21 +172,4 @@ func TestBrokerWithoutTickPrivilege(t *testing.T) {
 	if n := strings.Count(logBuf.String(), "broker ticks need the pgque_admin role"); n != 1 {
 		t.Fatalf("privilege warnings: %d, want 1:\n%s", n, logBuf.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
