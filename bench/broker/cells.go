@@ -195,7 +195,7 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	}
 	st.measuring.Store(true)
 	interval := time.Second / time.Duration(p.LatencyRate)
-	sem := make(chan struct{}, 256)
+	sem := make(chan struct{}, producerSlots)
 	var pwg sync.WaitGroup
 	var pushed, perrs, late atomic.Int64
 	var pmu sync.Mutex
@@ -211,7 +211,7 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 		select {
 		case sem <- struct{}{}:
 		default:
-			late.Add(1) // 256 pushes in flight: the producer falls behind
+			late.Add(1) // producerSlots pushes in flight: the producer falls behind
 			sem <- struct{}{}
 		}
 		pwg.Add(1)
@@ -297,10 +297,18 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 		c.Notes = append(c.Notes, fmt.Sprintf("%d answered pushes not popped within %s of the producer's end: the percentiles cover the popped ones only", c.Missing, p.LatencyDrain))
 	}
 	if c.Late > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("the producer fell behind: %d pushes waited for one of 256 in-flight slots (%.0f msg/s achieved of %d)", c.Late, c.PushRate, p.LatencyRate))
+		c.Notes = append(c.Notes, fmt.Sprintf("the producer fell behind: %d pushes waited for one of %d in-flight slots (%.0f msg/s achieved of %d)", c.Late, producerSlots, c.PushRate, p.LatencyRate))
 	}
 	return nil
 }
+
+// producerSlots bounds the latency cells' pushes in flight. The producer
+// is open-loop: it must keep sending at its rate while the broker is slow
+// to answer (a push is answered after its queue's tick), or the cell
+// measures the producer's window instead of the broker. 4,096 slots hold
+// four seconds of answers at 1,000/s (256 held a quarter second: under load
+// the producer fell to ~250 msg/s and the cell ran at a quarter of its rate).
+const producerSlots = 4096
 
 // warmUp pushes one message with seq -1 and waits until a consumer saw it.
 func (r *runner) warmUp(ctx context.Context, base, queue string, seen *atomic.Int64) error {

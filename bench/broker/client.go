@@ -19,7 +19,7 @@ type client struct {
 }
 
 func newClient() *client {
-	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute,
+	tr := &http.Transport{MaxIdleConns: 2 * producerSlots, MaxIdleConnsPerHost: producerSlots, IdleConnTimeout: time.Minute,
 		DisableCompression: true}
 	return &client{http: &http.Client{Transport: tr}}
 }

@@ -256,13 +256,13 @@ func renderReport(res *Results) string {
 		}
 	}
 
-	w("\n## PostgreSQL statements per cell (pg_stat_statements: calls / total ms)\n\n| cell | push | pop | ack | tick | other |\n|---|---|---|---|---|---|\n")
+	w("\n## PostgreSQL statements per cell (pg_stat_statements: calls / total ms)\n\n| cell | push | pop | ack | broker tick | scheduled tick | other |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range res.Cells {
 		if c.Status != StatusMeasured {
 			continue
 		}
 		w("| %s |", c.Name)
-		for _, k := range []string{"push", "pop", "ack", "tick", "other"} {
+		for _, k := range []string{"push", "pop", "ack", "broker_tick", "tick", "other"} {
 			if s := c.Statements[k]; s != nil {
 				w(" %d / %.0f |", s.Calls, s.TotalMs)
 			} else {
