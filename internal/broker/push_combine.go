@@ -101,6 +101,13 @@ func (c *Combiner) Push(ctx context.Context, items []Item) ([]PushResult, error)
 	return nil, fmt.Errorf("push: %w (the push may still be stored: push again with a transactionId to be safe)", ctx.Err())
 }
 
+// Waiting is the number of pushes waiting for a call slot right now.
+func (c *Combiner) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiting)
+}
+
 // loop runs combined calls while pushes wait, then gives its slot back.
 func (c *Combiner) loop() {
 	for {
