@@ -2,9 +2,12 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Combiner merges concurrent pushes into one pgque.push call (one
@@ -18,9 +21,11 @@ import (
 // previous one, so the database does a fraction of the per-call work.
 //
 // Every push keeps its own outcome: results are indexed within the push,
-// and when a combined call fails (bad input in one push, a deadlock, a
-// timeout) nothing of it was committed and each of its pushes is run again
-// alone, so only the faulty one fails. Within one combined call a
+// and when a combined call fails in a statement (bad input in one push, a
+// deadlock) nothing of it was committed and each of its pushes is run again
+// alone, so only the faulty one fails; a call that timed out or lost its
+// connection gives its error to all its pushes (retrying each alone would
+// queue one timeout after the other). Within one combined call a
 // transactionId repeated by a later push is that push's duplicate, exactly
 // as if the two had run one after the other.
 //
@@ -143,7 +148,7 @@ func (c *Combiner) run(batch []*pushCall, items int) {
 		}
 	}
 	res, err := c.call(all)
-	if err != nil && len(batch) > 1 {
+	if err != nil && len(batch) > 1 && retryAlone(err) {
 		for _, pc := range batch {
 			pc.res, pc.err = c.call(pc.items)
 			close(pc.done)
@@ -163,6 +168,26 @@ func (c *Combiner) run(batch []*pushCall, items int) {
 		off += len(pc.items)
 		close(pc.done)
 	}
+}
+
+// retryAlone says whether a failed combined call's pushes are worth
+// running one by one: the statement failed (bad input in one push, a
+// deadlock, a limit), not the connection or the clock - after a timeout or
+// a lost connection each push alone would most likely fail the same way,
+// one timeout after the other, so they all get the error at once.
+func retryAlone(err error) bool {
+	if errors.Is(err, ErrInvalidInput) || errors.Is(err, ErrNotFound) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "08", "53", "57", "58": // connection, resources, cancel / shutdown, system
+		return false
+	}
+	return true
 }
 
 func (c *Combiner) call(items []Item) ([]PushResult, error) {

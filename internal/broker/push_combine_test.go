@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgquectl/pgquectl/internal/pgtest"
@@ -227,5 +229,46 @@ func TestCombinerWithdrawsCancelledWaiter(t *testing.T) {
 	}
 	if n := e.db.Int(`SELECT count(*) FROM pgque.event_1_0 WHERE ev_data::jsonb ? 'kept'`); n != 1 {
 		t.Errorf("the other push stored %d events, want 1", n)
+	}
+}
+
+// countingDB counts the pgque.push calls made through it.
+type countingDB struct {
+	Querier
+	calls atomic.Int64
+}
+
+func (d *countingDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	d.calls.Add(1)
+	return d.Querier.Query(ctx, sql, args...)
+}
+
+// A combined call that times out gives the error to all its pushes at
+// once: retrying each alone would only queue one timeout after the other.
+func TestCombinerTimeoutFailsAllAtOnce(t *testing.T) {
+	e := newCombinerEnv(t)
+	cdb := &countingDB{Querier: e.c.db}
+	e.c = NewCombiner(cdb, 1, 0, 5*time.Second)
+	e.hold()
+	// Each waiting push needs the held lock too, so their call times out.
+	var pushes [][]Item
+	for i := range 3 {
+		pushes = append(pushes, []Item{{Queue: "c", Partition: "hold", Payload: json.RawMessage(fmt.Sprint(50 + i)), TransactionID: fmt.Sprintf("w%d", i)}})
+	}
+	outs := e.start(context.Background(), pushes...)
+	for i, ch := range outs {
+		if o := <-ch; o.err == nil {
+			t.Errorf("push %d behind the held lock: %+v, want a timeout", i, o.res)
+		}
+	}
+	if err := <-e.held; err == nil {
+		t.Error("the held push did not time out")
+	}
+	e.db.Exec(`SELECT pg_advisory_unlock_all()`)
+	if n := cdb.calls.Load(); n != 2 {
+		t.Errorf("%d pgque.push calls, want 2 (the held push, one combined call)", n)
+	}
+	if n := e.db.Int(`SELECT count(*) FROM pgque.event_1_0`); n != 1 {
+		t.Errorf("%d events stored, want 1 (the seed)", n)
 	}
 }
