@@ -17,6 +17,8 @@ type runner struct {
 	c   *client
 	p   Params
 	log func(msg string, args ...any)
+	// cells: --cells (empty: all).
+	cells []string
 }
 
 // payload is what the producers push; Seq identifies a latency message.
@@ -38,6 +40,20 @@ type loopStats struct {
 	errors      atomic.Int64
 	mu          sync.Mutex
 	popMs       []float64
+	// steps: record the pops' Server-Timing and the acks' durations
+	// (latency cells) into stepMs.
+	steps  bool
+	stepMs map[string][]float64
+}
+
+// recordStep adds one duration (ms) of step name.
+func (s *loopStats) recordStep(name string, ms float64) {
+	s.mu.Lock()
+	if s.stepMs == nil {
+		s.stepMs = map[string][]float64{}
+	}
+	s.stepMs[name] = append(s.stepMs[name], ms)
+	s.mu.Unlock()
 }
 
 // recordPop counts a pop that started while measuring (counted is the
@@ -68,9 +84,14 @@ func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idl
 		t0 := time.Now()
 		counted := st.measuring.Load()
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		pctx, tm := withTiming(pctx)
 		msgs, err := r.c.pop(pctx, base, queue, o)
 		cancel()
 		at := time.Now()
+		if counted && st.steps && len(msgs) > 0 {
+			st.recordStep("pop_db", tm["db"])
+			st.recordStep("pop_park", tm["park"])
+		}
 		if err != nil {
 			if counted {
 				st.errors.Add(1)
@@ -89,8 +110,12 @@ func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idl
 		n := len(msgs)
 		if !o.autoAck {
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			a0 := time.Now()
 			n, err = r.c.ack(actx, base, o.group, msgs)
 			cancel()
+			if counted && st.steps && err == nil {
+				st.recordStep("ack", float64(time.Since(a0))/float64(time.Millisecond))
+			}
 			if err != nil && counted {
 				st.errors.Add(1)
 			}
@@ -132,7 +157,7 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	acked := make([]atomic.Int64, n)
 	recv := make([]atomic.Int64, n)
 	var dups, warm atomic.Int64
-	st := &loopStats{}
+	st := &loopStats{steps: true}
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	var cwg sync.WaitGroup
@@ -170,7 +195,7 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	}
 	st.measuring.Store(true)
 	interval := time.Second / time.Duration(p.LatencyRate)
-	sem := make(chan struct{}, 256)
+	sem := make(chan struct{}, producerSlots)
 	var pwg sync.WaitGroup
 	var pushed, perrs, late atomic.Int64
 	var pmu sync.Mutex
@@ -186,7 +211,7 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 		select {
 		case sem <- struct{}{}:
 		default:
-			late.Add(1) // 256 pushes in flight: the producer falls behind
+			late.Add(1) // producerSlots pushes in flight: the producer falls behind
 			sem <- struct{}{}
 		}
 		pwg.Add(1)
@@ -196,7 +221,8 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 			part := fmt.Sprintf("k%02d", i%p.LatencyPartitions)
 			t0 := time.Now()
 			sent[i].Store(t0.UnixNano())
-			_, err := r.c.push(ctx, pushURL, []pushItem{{Queue: queue, Partition: part, Payload: payload{Seq: int64(i), Body: body}}})
+			tctx, tm := withTiming(ctx)
+			_, err := r.c.push(tctx, pushURL, []pushItem{{Queue: queue, Partition: part, Payload: payload{Seq: int64(i), Body: body}}})
 			t1 := time.Now()
 			if err != nil {
 				perrs.Add(1)
@@ -207,6 +233,8 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 			pmu.Lock()
 			pushMs = append(pushMs, float64(t1.Sub(t0))/float64(time.Millisecond))
 			pmu.Unlock()
+			st.recordStep("push_db", tm["db"])
+			st.recordStep("push_tick", tm["tick"])
 		}(i)
 	}
 	pwg.Wait()
@@ -254,6 +282,10 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	c.PushRate = float64(c.Pushed) / elapsed.Seconds()
 	c.Latency, c.SendLatency = summarize(lat), summarize(sendLat)
 	c.PushRequest, c.PopRequest = summarize(pushMs), summarize(st.popMs)
+	c.Steps = map[string]*Dist{}
+	for name, ms := range st.stepMs {
+		c.Steps[name] = summarize(ms)
+	}
 	c.Pops, c.PopsWithMsg = st.pops.Load(), st.popsWithMsg.Load()
 	c.Errors = perrs.Load() + st.errors.Load()
 	c.Duplicates, c.Late = dups.Load(), late.Load()
@@ -265,10 +297,18 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 		c.Notes = append(c.Notes, fmt.Sprintf("%d answered pushes not popped within %s of the producer's end: the percentiles cover the popped ones only", c.Missing, p.LatencyDrain))
 	}
 	if c.Late > 0 {
-		c.Notes = append(c.Notes, fmt.Sprintf("the producer fell behind: %d pushes waited for one of 256 in-flight slots (%.0f msg/s achieved of %d)", c.Late, c.PushRate, p.LatencyRate))
+		c.Notes = append(c.Notes, fmt.Sprintf("the producer fell behind: %d pushes waited for one of %d in-flight slots (%.0f msg/s achieved of %d)", c.Late, producerSlots, c.PushRate, p.LatencyRate))
 	}
 	return nil
 }
+
+// producerSlots bounds the latency cells' pushes in flight. The producer
+// is open-loop: it must keep sending at its rate while the broker is slow
+// to answer (a push is answered after its queue's tick), or the cell
+// measures the producer's window instead of the broker. 4,096 slots hold
+// four seconds of answers at 1,000/s (256 held a quarter second: under load
+// the producer fell to ~250 msg/s and the cell ran at a quarter of its rate).
+const producerSlots = 4096
 
 // warmUp pushes one message with seq -1 and waits until a consumer saw it.
 func (r *runner) warmUp(ctx context.Context, base, queue string, seen *atomic.Int64) error {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -18,7 +19,7 @@ type client struct {
 }
 
 func newClient() *client {
-	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute,
+	tr := &http.Transport{MaxIdleConns: 2 * producerSlots, MaxIdleConnsPerHost: producerSlots, IdleConnTimeout: time.Minute,
 		DisableCompression: true}
 	return &client{http: &http.Client{Transport: tr}}
 }
@@ -157,6 +158,34 @@ func (c *client) ack(ctx context.Context, base, group string, msgs []message) (i
 	return n, nil
 }
 
+// timingKey is the context key of a *srvTiming sink.
+type timingKey struct{}
+
+// srvTiming receives a response's Server-Timing entries (ms by name: a
+// push's "db" and "tick", a pop's "db" and "park").
+type srvTiming map[string]float64
+
+// withTiming returns ctx carrying a fresh sink for the next request's
+// Server-Timing.
+func withTiming(ctx context.Context) (context.Context, srvTiming) {
+	t := srvTiming{}
+	return context.WithValue(ctx, timingKey{}, t), t
+}
+
+// parseServerTiming reads `name;dur=ms, ...` into t.
+func parseServerTiming(h string, t srvTiming) {
+	for _, e := range strings.Split(h, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(e), ";")
+		for _, p := range strings.Split(params, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "dur="); ok {
+				if ms, err := strconv.ParseFloat(v, 64); err == nil && name != "" {
+					t[name] = ms
+				}
+			}
+		}
+	}
+}
+
 func (c *client) do(ctx context.Context, method, u string, body []byte, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
@@ -174,6 +203,9 @@ func (c *client) do(ctx context.Context, method, u string, body []byte, out any)
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if t, ok := ctx.Value(timingKey{}).(srvTiming); ok {
+		parseServerTiming(resp.Header.Get("Server-Timing"), t)
+	}
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return resp.StatusCode, err

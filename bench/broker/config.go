@@ -72,6 +72,9 @@ type Config struct {
 	// Ticker is the scheduled ticking beside the brokers: TickerDaemon
 	// (default), TickerCron or TickerNone.
 	Ticker string
+	// Cells, when set, names the cells to run (a name or a name prefix
+	// each); the others are listed as skipped.
+	Cells []string
 	// KeepCluster leaves the cluster running at the end.
 	KeepCluster bool
 	// Command is the command line, for the report.

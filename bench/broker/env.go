@@ -382,6 +382,7 @@ var statementClasses = []struct {
 	{"pop", regexp.MustCompile(`pgque\.(pop_any|pop_list|pop_partition|pop_by_label|group_reseed)\s*\(`)},
 	{"ack", regexp.MustCompile(`pgque\.group_ack\s*\(`)},
 	{"push", regexp.MustCompile(`pgque\.push\s*\(`)},
+	{"broker_tick", regexp.MustCompile(`pgque\.broker_tick\s*\(`)},
 	{"tick", regexp.MustCompile(`pgque\.(ticker|force_next_tick)\s*\(`)},
 }
 

@@ -32,6 +32,17 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
+// splitList splits a comma-separated flag value (empty: nil).
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Main parses flags, runs the benchmark and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
@@ -45,6 +56,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ticker := fs.String("ticker", TickerDaemon, "scheduled ticking beside the brokers: daemon (pgquectl tick --run --hz 100), cron (pg_cron jobs at 100 Hz; pg_cron 1.4 starts them at the next minute) or none (the brokers' own ticks only)")
 	rerender := fs.String("report", "", "re-judge the targets and re-render report.md from DIR/results.json, run nothing")
 	parts := fs.String("partitions", "", "partition counts of the wildcard cells, comma-separated (default: the profile's: quick 100,1000; full 100,1000,10000)")
+	cells := fs.String("cells", "", "run only these cells (comma-separated names or name prefixes, e.g. latency-off,push-batch100); the others are listed as skipped")
 	var serveFlags multiFlag
 	fs.Var(&serveFlags, "serve-flag", "extra flag for every `pgquectl serve` (repeat it: --serve-flag=--pool-size=40 --serve-flag=--log-level=info)")
 	if err := fs.Parse(args); err != nil {
@@ -88,7 +100,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := Config{Profile: *profile, Params: params, StateDir: *state, OutDir: *out, Binary: *bin,
-		ServeFlags: serveFlags, KeepCluster: *keep, Ticker: *ticker, Log: log,
+		ServeFlags: serveFlags, KeepCluster: *keep, Cells: splitList(*cells), Ticker: *ticker, Log: log,
 		Command: append([]string{"go run ./bench/broker"}, args...)}
 	// The first signal stops the run (the report of the cells done is still
 	// written); a second one kills the process.

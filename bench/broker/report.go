@@ -199,6 +199,16 @@ func renderReport(res *Results) string {
 			c.BeforeAck, c.Missing, c.Duplicates, f0(c.WALPerPushed), noteCol(c))
 	}
 
+	w("\nWhere the time went (ms, p50 / p99; the broker's Server-Timing): a push's database call (`db`, its pgque.push, combined with the pushes that arrived meanwhile) and its wait for the queue's tick (`tick`); a pop that returned messages: its database calls and its time parked; the ack request (client side).\n\n")
+	w("| cell | push db p50 | p99 | push tick p50 | p99 | pop db p50 | p99 | pop parked p50 | p99 | ack request p50 | p99 |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range res.Cells {
+		if c.Kind != "latency" || c.Status != StatusMeasured {
+			continue
+		}
+		st := func(n string) string { return pair(c.Steps[n]) }
+		w("| %s | %s | %s | %s | %s | %s |\n", c.Name, st("push_db"), st("push_tick"), st("pop_db"), st("pop_park"), st("ack"))
+	}
+
 	w("\n## Throughput (%d pushers × %d items per push over %d partitions; then %d consumers pop (wildcard, batch %d) and ack that backlog)\n\n",
 		res.Params.Pushers, res.Params.PushBatch, res.Params.PushPartitions, res.Params.PopConsumers, res.Params.PopBatch)
 	w("| cell | hot-list | seconds | messages | msg/s | requests/s | request p50 ms | p99 ms | WAL bytes | WAL B/msg | note |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -246,13 +256,13 @@ func renderReport(res *Results) string {
 		}
 	}
 
-	w("\n## PostgreSQL statements per cell (pg_stat_statements: calls / total ms)\n\n| cell | push | pop | ack | tick | other |\n|---|---|---|---|---|---|\n")
+	w("\n## PostgreSQL statements per cell (pg_stat_statements: calls / total ms)\n\n| cell | push | pop | ack | broker tick | scheduled tick | other |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range res.Cells {
 		if c.Status != StatusMeasured {
 			continue
 		}
 		w("| %s |", c.Name)
-		for _, k := range []string{"push", "pop", "ack", "tick", "other"} {
+		for _, k := range []string{"push", "pop", "ack", "broker_tick", "tick", "other"} {
 			if s := c.Statements[k]; s != nil {
 				w(" %d / %.0f |", s.Calls, s.TotalMs)
 			} else {

@@ -90,6 +90,11 @@ type Cell struct {
 	// Request durations.
 	PushRequest *Dist `json:"push_request,omitempty"`
 	PopRequest  *Dist `json:"pop_request,omitempty"`
+	// Steps of the latency cells, from the broker's Server-Timing: a
+	// push's database call ("push_db") and its wait for the queue's tick
+	// ("push_tick"); a pop's database calls ("pop_db", pops that returned
+	// messages) and its time parked ("pop_park"); the ack requests ("ack").
+	Steps map[string]*Dist `json:"steps,omitempty"`
 
 	WALBytes       int64                 `json:"wal_bytes"`
 	WALPerPushed   float64               `json:"wal_bytes_per_msg_pushed,omitempty"`

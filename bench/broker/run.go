@@ -41,7 +41,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := e.startTicker(ctx); err != nil {
 		return nil, err
 	}
-	r := &runner{e: e, c: newClient(), p: cfg.Params, log: cfg.Log.Info}
+	r := &runner{e: e, c: newClient(), p: cfg.Params, log: cfg.Log.Info, cells: cfg.Cells}
 	defer r.c.close()
 	r.runAll(ctx, res)
 
@@ -75,6 +75,10 @@ func (r *runner) runAll(ctx context.Context, res *Results) {
 		add(c)
 		if ctx.Err() != nil {
 			c.Status, c.Error = StatusSkipped, "interrupted"
+			return
+		}
+		if !r.selected(c.Name) {
+			c.Status, c.Error = StatusSkipped, "not selected (--cells)"
 			return
 		}
 		r.log("cell", "name", c.Name)
@@ -157,7 +161,7 @@ func (r *runner) runAll(ctx context.Context, res *Results) {
 	run(popack, func() error { return r.popAckCell(ctx, popack, url(0), "tp", push.Pushed+1) })
 
 	// Two brokers: push through A, pop through B (the LISTEN/NOTIFY wake).
-	if p.TwoBrokers && ctx.Err() == nil {
+	if p.TwoBrokers && ctx.Err() == nil && r.selected("latency-2brokers") {
 		if err := start(2, true); err != nil {
 			add(&Cell{Name: "brokers-two", Status: StatusFailed, Error: err.Error()})
 			return
@@ -166,6 +170,19 @@ func (r *runner) runAll(ctx context.Context, res *Results) {
 		run(two, func() error { return r.latencyCell(ctx, two, url(0), url(1)) })
 	}
 	e.stopBrokers()
+}
+
+// selected says whether --cells (none: every cell) names cell name.
+func (r *runner) selected(name string) bool {
+	if len(r.cells) == 0 {
+		return true
+	}
+	for _, c := range r.cells {
+		if strings.HasPrefix(name, c) {
+			return true
+		}
+	}
+	return false
 }
 
 func oneLine(c *Cell) string {

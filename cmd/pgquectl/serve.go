@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/httpapi"
@@ -83,9 +84,11 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 	f.Duration("long-poll-max", httpapi.DefaultLongPollMax, "cap on a pop's wait timeout")
 	f.Duration("drain-timeout", httpapi.DefaultDrain, "on SIGTERM, how long requests in flight may take to finish")
 	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
+	f.Int("push-concurrency", broker.DefaultPushConcurrency, "pgque.push calls run at once; pushes arriving meanwhile go out together in the next call (one commit)")
 	f.Bool("no-auto-tick", false, "do not tick a queue after a push (leave ticking to pg_cron or the ticker daemon)")
 	f.Bool("standby-ticker", true, "run the ticker daemon in standby: tick (every --standby-tick-period) only while no pg_cron ticker_loop and no other daemon ticks; needs pgque_admin")
 	f.Duration("standby-tick-period", 10*time.Millisecond, "how often the standby ticker calls pgque.ticker() once it ticks (queues still tick at their own tick_period_ms)")
+	f.String("pprof", "", "serve Go's profiler (/debug/pprof/) on this host:port, e.g. 127.0.0.1:6060 (default: off; for diagnosis only)")
 	addHotlistFlags(f)
 	return cmd
 }
@@ -93,6 +96,9 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 func runServe(cmd *cobra.Command, a *app) error {
 	if a.v.GetInt32("pool-size") < 2 {
 		return usagef("--pool-size must be at least 2")
+	}
+	if n := a.v.GetInt("push-concurrency"); n < 1 || n > 1000 {
+		return usagef("--push-concurrency must be between 1 and 1000 (got %d)", n)
 	}
 	if a.v.GetInt64("body-limit") < 1024 {
 		return usagef("--body-limit must be at least 1024 bytes")
@@ -106,6 +112,11 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if addr := a.v.GetString("pprof"); addr != "" {
+		if err := startPprof(ctx, addr, a.log); err != nil {
+			return err
+		}
+	}
 	conn := a.conn()
 	conn.ApplicationName = "pgquectl serve"
 	pconn := conn
@@ -119,7 +130,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 		Pool: pool, Conn: conn, Peers: !a.v.GetBool("no-peers"), Listen: a.v.GetString("listen"),
 		BodyLimit: a.v.GetInt64("body-limit"), LongPollMax: a.durationFlag("long-poll-max"),
 		AuthSecret: []byte(a.v.GetString("auth-secret")), TenantHeader: a.v.GetString("tenant-header"),
-		NoAutoTick: a.v.GetBool("no-auto-tick"), Logger: a.log,
+		NoAutoTick: a.v.GetBool("no-auto-tick"), PushConcurrency: a.v.GetInt("push-concurrency"), Logger: a.log,
 		HotList: a.v.GetBool("hotlist"), HotListOptions: hot,
 	})
 	if err != nil {

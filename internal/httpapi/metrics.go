@@ -54,6 +54,9 @@ func newMetrics(s *Server) *metrics {
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.verdicts, m.popResults, m.pushes, m.acks, m.parked, m.wakes, m.peerHints} {
 		f(c)
 	}
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgque_push_waiting",
+		Help: "Pushes waiting for a pgque.push call slot right now (they go out together in the next call)."},
+		func() float64 { return float64(s.pusher.Waiting()) }))
 	m.hotWakes = prometheus.NewCounter(prometheus.CounterOpts{Name: "pgque_hotlist_wakes_total",
 		Help: "Parked wildcard pops woken by the hot-list (a mark, a due revisit, a promoted ack, a reseed that found work)."})
 	if s.hot != nil {

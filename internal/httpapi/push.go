@@ -69,10 +69,8 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
-	defer cancel()
 	t0 := time.Now()
-	res, err := broker.Push(ctx, s.pool, items)
+	res, err := s.pusher.Push(r.Context(), items)
 	if err != nil {
 		return err
 	}

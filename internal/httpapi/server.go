@@ -73,7 +73,11 @@ type Config struct {
 	HotListOptions hotlist.Options
 	// NoAutoTick disables the tick after a local push.
 	NoAutoTick bool
-	Logger     *slog.Logger
+	// PushConcurrency is how many pgque.push calls the broker runs at
+	// once; pushes arriving while they run are combined into the next
+	// call (broker.Combiner). 0 = broker.DefaultPushConcurrency.
+	PushConcurrency int
+	Logger          *slog.Logger
 }
 
 // Server is the broker service: New, then Start / Stop (or Handler for an
@@ -86,6 +90,7 @@ type Server struct {
 	cands   broker.CandidateSource
 	hot     *hotlistpg.Source // nil: hot-list off
 	ticker  *queueTicker
+	pusher  *broker.Combiner
 	metrics *metrics
 	origin  string
 	started time.Time
@@ -138,6 +143,7 @@ func New(cfg Config) (*Server, error) {
 		s.cands = broker.SQLScan{}
 	}
 	s.ticker = newQueueTicker(cfg.Pool, s.log, s.origin, s.wakeLocal)
+	s.pusher = broker.NewCombiner(cfg.Pool, cfg.PushConcurrency, 0, dbTimeout)
 	s.metrics = newMetrics(s)
 	s.handler = s.routes()
 	return s, nil

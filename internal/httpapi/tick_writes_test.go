@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/pgquectl/pgquectl/internal/httpapi"
 )
@@ -44,5 +45,61 @@ func TestBrokerTickWritesNoQueueRow(t *testing.T) {
 	}
 	if n := e.int(`SELECT count(*) FROM pgque.queue WHERE queue_force_tick`); n != 0 {
 		t.Fatalf("a forced flag was left set: %d", n)
+	}
+}
+
+// A broker tick that finds the queue's tick lock held (a scheduled ticker,
+// another broker, a configuration change) waits for that transaction and
+// ticks after it, so the pushed event becomes visible in one call; it used
+// to return NULL at once and leave the broker to retry after a sleep.
+func TestBrokerTickWaitsForConcurrentTicker(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('q')`)
+	e.exec(`SELECT pgque.push(ARRAY['q'], NULL, ARRAY['1'::jsonb], NULL)`)
+	qid := e.int(`SELECT queue_id FROM pgque.queue WHERE queue_name = 'q'`)
+	ticks := e.int(`SELECT count(*) FROM pgque.tick WHERE tick_queue = $1`, qid)
+	ctx := ctxT(t)
+	holder, err := e.pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback(ctx) }()
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(1885827446, $1::int)`, qid); err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		tick *int64
+		err  error
+	}
+	done := make(chan out, 1)
+	p := e.pool()
+	go func() {
+		var o out
+		o.err = p.QueryRow(ctx, `SELECT pgque.broker_tick('q')`).Scan(&o.tick)
+		done <- o
+	}()
+	// The tick waits for the holder (it does not return while it holds).
+	for deadline := time.Now().Add(20 * time.Second); e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, qid) != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			select {
+			case o := <-done:
+				t.Fatalf("broker_tick did not wait for the holder of the tick lock: returned %v, %v", o.tick, o.err)
+			default:
+				t.Fatal("broker_tick neither waited nor returned")
+			}
+		}
+	}
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil || o.tick == nil {
+		t.Fatalf("broker_tick after the holder committed: %v, %v; want a tick", o.tick, o.err)
+	}
+	if n := e.int(`SELECT count(*) FROM pgque.tick WHERE tick_queue = $1`, qid) - ticks; n != 1 {
+		t.Fatalf("%d ticks made, want 1", n)
+	}
+	if n := e.int(`SELECT tick_event_seq FROM pgque.tick WHERE tick_queue = $1 ORDER BY tick_id DESC LIMIT 1`, qid); n != 1 {
+		t.Fatalf("the tick counts %d events, want 1", n)
 	}
 }

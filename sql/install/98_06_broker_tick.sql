@@ -8,10 +8,17 @@
 -- ticked (NULL), as ticker() leaves them.
 -- Must run in READ COMMITTED (raises otherwise). An unknown queue raises
 -- "no such queue" (undefined_object).
--- Returns: the new tick id, or NULL when another session is ticking the
--- queue (or won meanwhile). Locks: the shared advisory lock
--- (1885827445, 6) for the transaction (a ticker, for tick_queue's pg_locks
--- reading), then as tick_queue (advisory (1885827446, queue), non-blocking).
+-- When another session holds the queue's tick lock (a scheduled ticker,
+-- another broker) or ticked first, its tick may predate the caller's
+-- commit: broker_tick waits for that session (at most 500 ms per attempt)
+-- and ticks again after it, up to 3 attempts, instead of returning at once
+-- and leaving the broker to retry after a sleep.
+-- Returns: the new tick id, or NULL when the queue could not be ticked in
+-- 3 attempts (its tick lock held longer than 500 ms, e.g. by a rotation).
+-- Locks: the shared advisory lock (1885827445, 6) for the transaction (a
+-- ticker, for tick_queue's pg_locks reading), then as tick_queue (advisory
+-- (1885827446, queue)), waited for (lock_timeout 500 ms) after a skipped
+-- attempt and then held to the end of the transaction.
 -- Writes: tick (insert). Called by: the broker, right after its push
 -- commits (internal/httpapi ticks.go).
 CREATE OR REPLACE FUNCTION pgque.broker_tick(i_queue_name text)
@@ -24,6 +31,8 @@ DECLARE
     v_last  bigint;
     v_seq   bigint;
     v_f     record;
+    v_tick  bigint;
+    v_lt    text;
 BEGIN
     SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_name = i_queue_name;
     IF NOT FOUND THEN
@@ -39,11 +48,27 @@ BEGIN
         RETURN NULL;
     END IF;
     PERFORM pg_advisory_xact_lock_shared(1885827445, 6);
-    -- 1. the event sequence (no write), with the latest tick id.
-    v_seq := coalesce(pg_sequence_last_value(v_queue.queue_event_seq), 0);
-    SELECT t.tick_id INTO v_last FROM pgque.tick t WHERE t.tick_queue = v_queue.queue_id ORDER BY t.tick_id DESC LIMIT 1;
-    -- 2. the producers in flight; 3. tick_queue takes the snapshot.
-    SELECT f.probe, f.own_inserted, f.xids INTO v_f FROM pgque.tick_in_flight(ARRAY[v_queue.queue_id]) f;
-    RETURN pgque.tick_queue(v_queue.queue_id, v_last, v_seq, v_f.probe, v_f.own_inserted, v_f.xids);
+    FOR v_try IN 1..3 LOOP
+        -- 1. the event sequence (no write), with the latest tick id.
+        v_seq := coalesce(pg_sequence_last_value(v_queue.queue_event_seq), 0);
+        SELECT t.tick_id INTO v_last FROM pgque.tick t WHERE t.tick_queue = v_queue.queue_id ORDER BY t.tick_id DESC LIMIT 1;
+        -- 2. the producers in flight; 3. tick_queue takes the snapshot.
+        SELECT f.probe, f.own_inserted, f.xids INTO v_f FROM pgque.tick_in_flight(ARRAY[v_queue.queue_id]) f;
+        v_tick := pgque.tick_queue(v_queue.queue_id, v_last, v_seq, v_f.probe, v_f.own_inserted, v_f.xids);
+        IF v_tick IS NOT NULL OR v_try = 3 THEN
+            RETURN v_tick;
+        END IF;
+        -- Skipped: wait until the other ticker's transaction ends (its tick
+        -- is then visible), holding its lock from then on, and tick again.
+        v_lt := current_setting('lock_timeout');
+        BEGIN
+            PERFORM set_config('lock_timeout', '500ms', true);
+            PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+        EXCEPTION WHEN lock_not_available THEN
+            NULL; -- held longer: try again (the try lock will likely skip)
+        END;
+        PERFORM set_config('lock_timeout', v_lt, true);
+    END LOOP;
+    RETURN NULL;
 END;
 $$;

@@ -1,0 +1,201 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Combiner merges concurrent pushes into one pgque.push call (one
+// transaction, one commit and WAL flush, one plan of its statements for
+// all of them): the broker's group commit. A push that arrives while
+// Concurrency calls are already running waits for one of them to finish
+// and then goes out together with every other push that queued meanwhile
+// (at most MaxItems items per call, but always at least one push whole).
+// At low rates a push runs alone at once; at 1,000 single-item pushes a
+// second it shares its call and commit with whatever arrived during the
+// previous one, so the database does a fraction of the per-call work.
+//
+// Every push keeps its own outcome: results are indexed within the push,
+// and when a combined call fails in a statement (bad input in one push, a
+// deadlock) nothing of it was committed and each of its pushes is run again
+// alone, so only the faulty one fails; a call that timed out or lost its
+// connection gives its error to all its pushes (retrying each alone would
+// queue one timeout after the other). Within one combined call a
+// transactionId repeated by a later push is that push's duplicate, exactly
+// as if the two had run one after the other.
+//
+// A push whose context ends while it waits is withdrawn (nothing stored);
+// one whose context ends while its call runs gets the context's error, but
+// the call goes on for the others: its items may be committed anyway (the
+// client, given no answer, may push again; with a transactionId that is a
+// duplicate).
+type Combiner struct {
+	db          Querier
+	concurrency int
+	maxItems    int
+	timeout     time.Duration
+
+	mu      sync.Mutex
+	waiting []*pushCall
+	running int
+}
+
+// pushCall is one push waiting for (or riding in) a combined call.
+type pushCall struct {
+	items []Item
+	res   []PushResult
+	err   error
+	done  chan struct{}
+}
+
+// Combiner defaults.
+const (
+	DefaultPushConcurrency = 4
+	DefaultPushMaxItems    = 1000
+)
+
+// NewCombiner makes a Combiner running its calls on db (a pool: calls run
+// concurrently) with at most concurrency calls at once (<= 0: the default)
+// of at most maxItems items (<= 0: the default), each bounded by timeout.
+func NewCombiner(db Querier, concurrency, maxItems int, timeout time.Duration) *Combiner {
+	if concurrency <= 0 {
+		concurrency = DefaultPushConcurrency
+	}
+	if maxItems <= 0 {
+		maxItems = DefaultPushMaxItems
+	}
+	return &Combiner{db: db, concurrency: concurrency, maxItems: maxItems, timeout: timeout}
+}
+
+// Push stores items like Push (all or nothing for this push), possibly in
+// one call with other pushes.
+func (c *Combiner) Push(ctx context.Context, items []Item) ([]PushResult, error) {
+	if len(items) == 0 {
+		return []PushResult{}, nil
+	}
+	pc := &pushCall{items: items, done: make(chan struct{})}
+	c.mu.Lock()
+	c.waiting = append(c.waiting, pc)
+	start := c.running < c.concurrency
+	if start {
+		c.running++
+	}
+	c.mu.Unlock()
+	if start {
+		go c.loop()
+	}
+	select {
+	case <-pc.done:
+		return pc.res, pc.err
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	for i, w := range c.waiting {
+		if w == pc { // not taken yet: withdrawn, nothing stored
+			c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+			c.mu.Unlock()
+			return nil, fmt.Errorf("push: %w (nothing was stored)", ctx.Err())
+		}
+	}
+	c.mu.Unlock()
+	return nil, fmt.Errorf("push: %w (the push may still be stored: push again with a transactionId to be safe)", ctx.Err())
+}
+
+// Waiting is the number of pushes waiting for a call slot right now.
+func (c *Combiner) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiting)
+}
+
+// loop runs combined calls while pushes wait, then gives its slot back.
+func (c *Combiner) loop() {
+	for {
+		c.mu.Lock()
+		if len(c.waiting) == 0 {
+			c.running--
+			c.mu.Unlock()
+			return
+		}
+		n, items := 0, 0
+		for n < len(c.waiting) && (n == 0 || items+len(c.waiting[n].items) <= c.maxItems) {
+			items += len(c.waiting[n].items)
+			n++
+		}
+		batch := make([]*pushCall, n)
+		copy(batch, c.waiting[:n])
+		rest := copy(c.waiting, c.waiting[n:])
+		clear(c.waiting[rest:])
+		c.waiting = c.waiting[:rest]
+		c.mu.Unlock()
+		c.run(batch, items)
+	}
+}
+
+// run makes one call for batch (items in all) and hands every push its
+// results; a failed call of several pushes is retried push by push.
+func (c *Combiner) run(batch []*pushCall, items int) {
+	all := batch[0].items
+	if len(batch) > 1 {
+		all = make([]Item, 0, items)
+		for _, pc := range batch {
+			all = append(all, pc.items...)
+		}
+	}
+	res, err := c.call(all)
+	if err != nil && len(batch) > 1 && retryAlone(err) {
+		for _, pc := range batch {
+			pc.res, pc.err = c.call(pc.items)
+			close(pc.done)
+		}
+		return
+	}
+	off := 0
+	for _, pc := range batch {
+		if err != nil {
+			pc.err = err
+		} else {
+			pc.res = res[off : off+len(pc.items) : off+len(pc.items)]
+			for i := range pc.res {
+				pc.res[i].Index -= off
+			}
+		}
+		off += len(pc.items)
+		close(pc.done)
+	}
+}
+
+// retryAlone says whether a failed combined call's pushes are worth
+// running one by one: the statement failed (bad input in one push, a
+// deadlock, a limit), not the connection or the clock - after a timeout or
+// a lost connection each push alone would most likely fail the same way,
+// one timeout after the other, so they all get the error at once.
+func retryAlone(err error) bool {
+	if errors.Is(err, ErrInvalidInput) || errors.Is(err, ErrNotFound) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "08", "53", "57", "58": // connection, resources, cancel / shutdown, system
+		return false
+	}
+	return true
+}
+
+func (c *Combiner) call(items []Item) ([]PushResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	res, err := Push(ctx, c.db, items)
+	if err == nil && len(res) != len(items) {
+		return nil, fmt.Errorf("push: %d results for %d items (a bug: report it)", len(res), len(items))
+	}
+	return res, err
+}
