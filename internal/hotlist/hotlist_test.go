@@ -656,3 +656,40 @@ func TestMarkRestartsEmptyBackoff(t *testing.T) {
 	e.clock.Advance(50 * time.Millisecond)
 	eq(t, "revisited after RevisitMin", e.listed(t, "g"), []string{"a"})
 }
+
+// A reseed row that turns out empty is cleared by that one empty verdict:
+// the reseed saw the work at the latest tick, which the pop sees too, so it
+// gets no empty grace (with the grace, every stale-in-excess row cost about
+// six more empty pop-list probes per reseed). A push mark still gets it.
+func TestReseedRowEmptyClearsAtOnce(t *testing.T) {
+	e := setup(t, Options{}) // EmptyGrace 2 s
+	e.rs.rows[e.key+"|g"] = []ReseedRow{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	e.clock.Advance(time.Minute) // no push mark within the grace
+	co, names := e.out(t, "g")   // cold: the reseed lists a and b
+	eq(t, "reseeded", names, []string{"a", "b"})
+	e.h.Mark(e.key, ByID(2, "b"), SourcePush) // b: pushed while checked out
+	co.CheckIn([]Verdict{{PartitionID: 1, Partition: "a", Kind: VerdictEmpty}, {PartitionID: 2, Partition: "b", Kind: VerdictEmpty}})
+	// b was marked meanwhile: ready again. a: cleared, not revisited.
+	co, names = e.out(t, "g")
+	eq(t, "after the empty verdicts", names, []string{"b"})
+	co.CheckIn([]Verdict{{PartitionID: 2, Partition: "b", Kind: VerdictEmpty}}) // b: within its push's grace
+	e.clock.Advance(time.Second)
+	eq(t, "a second later", e.listed(t, "g"), []string{"b"})
+	st := e.h.Stats()
+	if st.Empty != 3 || st.Ready != 1 || st.Wheel != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The periodic reseed lists a again (the fake still returns it): one
+	// more empty verdict clears it again, with no revisit.
+	e.clock.Advance(time.Minute)
+	if n := e.h.ReseedDue(ctxT(t)); n != 1 {
+		t.Fatalf("reseeds %d", n)
+	}
+	co, names = e.out(t, "g")
+	eq(t, "periodic reseed", names, []string{"a", "b"})
+	co.CheckIn([]Verdict{{PartitionID: 1, Partition: "a", Kind: VerdictEmpty}, {PartitionID: 2, Partition: "b", Kind: VerdictEmpty}})
+	for i := 0; i < 20; i++ {
+		e.clock.Advance(100 * time.Millisecond)
+		eq(t, "revisits", e.listed(t, "g"), nil)
+	}
+}
