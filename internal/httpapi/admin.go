@@ -456,12 +456,13 @@ func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := dbCtx(r)
 	defer cancel()
-	msg, queue, err := broker.ReplayDLQQueue(ctx, s.pool, id)
+	rp, err := broker.ReplayDLQInto(ctx, s.pool, id)
 	if err != nil {
 		return err
 	}
+	msg, queue := rp.MessageID, rp.Queue
 	if queue != "" {
-		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue})
+		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue, Partitions: []int32{rp.PartitionID}})
 		s.requestTick(queue)
 		s.awaitTicks(r.Context(), []string{queue}) // answered once visible, as a push
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -378,8 +379,9 @@ func TestHotListSeekReseeds(t *testing.T) {
 	}
 }
 
-// A dead letter replayed: the replay hook makes the queue's lists reseed,
-// so the message is delivered again without the periodic floor.
+// A dead letter replayed: the replay names the partition it went back
+// into and the hook marks it (no reseed: the group's list is kept), so the
+// message is delivered again without the periodic floor.
 func TestHotListDLQReplay(t *testing.T) {
 	e := setup(t)
 	b := e.start(httpapi.Config{HotList: true, HotListOptions: noFloor})
@@ -403,8 +405,30 @@ func TestHotListDLQReplay(t *testing.T) {
 		t.Fatalf("dead letters: %+v", list)
 	}
 	waitListEmpty(t, b, "/api/v1/pop/queue/q?autoAck=true")
+	reseeds, marks := metricValue(t, b, "pgque_hotlist_reseeds_total"), metricValue(t, b, `pgque_hotlist_marks_total{origin="local"}`)
 	b.must(200, "POST", "/api/v1/dlq/"+list.Messages[0].ID+"/replay", nil, nil)
 	if got := hotPop(b, "/api/v1/pop/queue/q?autoAck=true"); !slices.Equal(got, []int{5}) {
 		t.Fatalf("after the replay: %v", got)
 	}
+	if r, m := metricValue(t, b, "pgque_hotlist_reseeds_total"), metricValue(t, b, `pgque_hotlist_marks_total{origin="local"}`); r != reseeds || m != marks+1 {
+		t.Fatalf("the replay: reseeds %v -> %v (want unchanged), local marks %v -> %v (want +1: the replayed partition)", reseeds, r, marks, m)
+	}
+}
+
+// metricValue reads one sample (name with its labels, as printed) of b's
+// Prometheus page; a missing sample fails the test.
+func metricValue(t *testing.T, b *brokerT, sample string) float64 {
+	t.Helper()
+	page := string(b.must(200, "GET", "/metrics/prometheus", nil, nil))
+	for _, line := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("sample %s: %v", sample, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no sample %s in:\n%s", sample, grepMetrics([]byte(page)))
+	return 0
 }
