@@ -8,6 +8,8 @@ package hotlistpg
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
@@ -41,16 +43,31 @@ type Source struct {
 	h     *hotlist.HotList
 	names Names
 	peers *Transport
-	// replayRepeat: a dead-letter replay forgets the queue's rings again
-	// after this long (its event becomes visible at the tick that follows).
+	// replayRepeat: a dead-letter replay whose partition is not named
+	// forgets the queue's rings again after this long (its event becomes
+	// visible at the tick that follows).
 	replayRepeat time.Duration
+
+	// Queue options (delayedProcessing, windowBuffer) by key, read from
+	// the database when a pop first serves the queue and again when they
+	// are older than optsTTL or a configure was noted.
+	optsTTL time.Duration
+	optsMu  sync.Mutex
+	opts    map[string]time.Time // key -> when its options were read
 }
+
+// OptionsTTL is how long a queue's delayedProcessing / windowBuffer, read
+// by the hot-list source, are trusted before a pop reads them again (a
+// configure through this broker refreshes them at once; through another
+// broker, within this time).
+const OptionsTTL = 30 * time.Second
 
 var _ broker.CandidateSource = (*Source)(nil)
 
 // New builds a Source; Start runs the hot-list's background loops.
 func New(cfg Config) *Source {
-	s := &Source{names: cfg.Names, peers: cfg.Peers, replayRepeat: time.Second}
+	s := &Source{names: cfg.Names, peers: cfg.Peers, replayRepeat: time.Second,
+		optsTTL: OptionsTTL, opts: map[string]time.Time{}}
 	if s.names.Key == nil {
 		s.names.Key = func(stored string) string { return hotlist.Key("", stored) }
 	}
@@ -113,7 +130,11 @@ func groupOf(g string) string {
 // candidates back. No candidate means nothing known pending: the pop is
 // empty without a database call.
 func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broker.PopResult, error) {
-	co, err := s.h.Checkout(ctx, hotlist.Request{Key: s.names.Key(p.Queue), Group: groupOf(p.Group),
+	key := s.names.Key(p.Queue)
+	if err := s.queueOptions(ctx, q, p.Queue, key); err != nil {
+		return broker.PopResult{}, err
+	}
+	co, err := s.h.Checkout(ctx, hotlist.Request{Key: key, Group: groupOf(p.Group),
 		Batch: p.Batch, Partitions: p.MaxPartitions, AutoAck: p.AutoAck,
 		// A cold ring: pop_list over no partition subscribes the group (its
 		// first contact, as the SQL scan would) before the reseed, so a new
@@ -156,6 +177,46 @@ func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broke
 	return res, nil
 }
 
+// queueOptions hands the queue's delayedProcessing and windowBuffer to the
+// hot-list (its marks park entries by them: a delayed queue's new work is
+// looked at after D + LeasedSlack, a window queue's after W or
+// WindowMarks marks) when they were never read or are older than optsTTL:
+// one pgque.broker_queues call on the pop path, then none for optsTTL.
+func (s *Source) queueOptions(ctx context.Context, q broker.Querier, stored, key string) error {
+	now := time.Now()
+	s.optsMu.Lock()
+	at, ok := s.opts[key]
+	s.optsMu.Unlock()
+	if ok && now.Sub(at) < s.optsTTL {
+		return nil
+	}
+	qs, err := broker.Queues(ctx, q, stored)
+	if err != nil {
+		return fmt.Errorf("hot-list: reading the options of queue %q: %w", stored, err)
+	}
+	var qo hotlist.QueueOptions
+	if len(qs) == 1 {
+		qo = hotlist.QueueOptions{Delay: seconds(qs[0].Options["delayedProcessing"]), Window: seconds(qs[0].Options["windowBuffer"])}
+	}
+	s.h.SetQueueOptions(key, qo)
+	s.optsMu.Lock()
+	if len(s.opts) > 100000 {
+		// A bound for throw-away queue names: everything is read again.
+		clear(s.opts)
+	}
+	s.opts[key] = now
+	s.optsMu.Unlock()
+	return nil
+}
+
+// seconds reads a whole number of seconds from a decoded JSON option.
+func seconds(v any) time.Duration {
+	if f, ok := v.(float64); ok && f > 0 {
+		return time.Duration(f * float64(time.Second))
+	}
+	return 0
+}
+
 // Note applies a change of pending work (called after it committed).
 func (s *Source) Note(ev broker.Event) {
 	h := s.h
@@ -189,6 +250,11 @@ func (s *Source) Note(ev broker.Event) {
 		default:
 			h.QueueGroupDeleted(s.names.Key(ev.Queue), ev.Group)
 		}
+	case broker.EventConfigured:
+		// The queue's options may have changed: its next pop reads them.
+		s.optsMu.Lock()
+		delete(s.opts, s.names.Key(ev.Queue))
+		s.optsMu.Unlock()
 	case broker.EventDLQReplayed:
 		key := s.names.Key(ev.Queue)
 		if len(ev.Partitions) > 0 {

@@ -96,6 +96,7 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.cands.Note(broker.Event{Kind: broker.EventConfigured, Queue: q})
 	writeJSON(w, http.StatusOK, map[string]any{"configured": true, "queueId": c.QueueID, "queue": *req.Queue,
 		"namespace": unlabel(tenant, c.Namespace), "task": unlabel(tenant, c.Task), "options": c.Options})
 	return nil

@@ -432,3 +432,31 @@ func metricValue(t *testing.T, b *brokerT, sample string) float64 {
 	t.Fatalf("no sample %s in:\n%s", sample, grepMetrics([]byte(page)))
 	return 0
 }
+
+// POST /api/v1/configure refreshes the hot-list's copy of the queue's
+// delayedProcessing: a push to a delayed queue parks its entry (no pop
+// asks PostgreSQL about it before D + 300 ms); once the delay is
+// configured away, the next push is listed ready.
+func TestHotListConfigureRefreshesQueueOptions(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{HotList: true, HotListOptions: noFloor})
+	gauges := func(what string, ready, wheel float64) {
+		t.Helper()
+		if r, w := metricValue(t, b, "pgque_hotlist_ready"), metricValue(t, b, "pgque_hotlist_wheel"); r != ready || w != wheel {
+			t.Fatalf("%s: ready %v wheel %v, want %v and %v", what, r, w, ready, wheel)
+		}
+	}
+	path := "/api/v1/pop/queue/q?autoAck=true&consumerGroup=g"
+	b.must(200, "POST", "/api/v1/configure", map[string]any{"queue": "q", "options": map[string]any{"delayedProcessing": 30}}, nil)
+	if p := b.pop(path); p != nil {
+		t.Fatalf("first pop: %+v", p)
+	}
+	b.push(item("q", "a", map[string]int{"n": 1}, ""))
+	gauges("delayed 30 s", 0, 1)
+	b.must(200, "POST", "/api/v1/configure", map[string]any{"queue": "q", "options": map[string]any{"delayedProcessing": 0}}, nil)
+	if p := b.pop(path); p != nil {
+		t.Fatalf("pop after configure: %+v", p)
+	}
+	b.push(item("q", "b", map[string]int{"n": 2}, ""))
+	gauges("not delayed", 1, 1)
+}
