@@ -287,14 +287,15 @@ func TestReseedKeysetPagesCapAndPhase(t *testing.T) {
 	if e.rs.calls != 2 || len(names) != 19 || names[0] != "p01" || names[18] != "p19" {
 		t.Fatalf("calls %d, listed %v", e.rs.calls, names)
 	}
-	// The first periodic reseed comes at the fixed phase (Rand → 7.5 s).
-	e.clock.Advance(7499 * time.Millisecond)
+	// The cold reseed counts as the first: the next comes one interval
+	// later less the ring's fixed phase (Rand → 7.5 s): at 22.5 s.
+	e.clock.Advance(22499 * time.Millisecond)
 	if n := e.h.ReseedDue(ctxT(t)); n != 0 {
-		t.Fatalf("reseed before its phase")
+		t.Fatalf("reseed before interval - phase")
 	}
 	e.clock.Advance(time.Millisecond)
 	if n := e.h.ReseedDue(ctxT(t)); n != 1 {
-		t.Fatalf("reseed at its phase: %d", n)
+		t.Fatalf("reseed at interval - phase: %d", n)
 	}
 	e.clock.Advance(30*time.Second - time.Millisecond)
 	if n := e.h.ReseedDue(ctxT(t)); n != 0 {
@@ -691,5 +692,33 @@ func TestReseedRowEmptyClearsAtOnce(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		e.clock.Advance(100 * time.Millisecond)
 		eq(t, "revisits", e.listed(t, "g"), nil)
+	}
+}
+
+// A cold ring's reseed (on the pop path) counts as its first: the periodic
+// reseed follows one interval later less the ring's phase (30 s − 7.5 s
+// here), not at the phase point right after the cold scan.
+func TestColdReseedCountsAsFirst(t *testing.T) {
+	e := setup(t, Options{})
+	e.rs.rows[e.key+"|g"] = []ReseedRow{{ID: 1, Name: "a"}}
+	eq(t, "cold", e.listed(t, "g"), []string{"a"})
+	e.clock.Advance(22499 * time.Millisecond)
+	if n := e.h.ReseedDue(ctxT(t)); n != 0 {
+		t.Fatalf("a periodic reseed %v after the cold one", 22499*time.Millisecond)
+	}
+	e.clock.Advance(time.Millisecond)
+	if n := e.h.ReseedDue(ctxT(t)); n != 1 {
+		t.Fatalf("reseeds at interval - phase: %d", n)
+	}
+	e.clock.Advance(30*time.Second - time.Millisecond)
+	if n := e.h.ReseedDue(ctxT(t)); n != 0 {
+		t.Fatalf("reseed before the interval")
+	}
+	e.clock.Advance(time.Millisecond)
+	if n := e.h.ReseedDue(ctxT(t)); n != 1 {
+		t.Fatalf("reseed at the interval: %d", n)
+	}
+	if st := e.h.Stats(); st.Reseeds != 3 || st.ReseedRows != 3 {
+		t.Fatalf("stats %+v", st)
 	}
 }
