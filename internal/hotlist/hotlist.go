@@ -594,3 +594,46 @@ func (h *HotList) Sweep() int {
 	h.st.swept.Add(uint64(n))
 	return n
 }
+
+// Ticked tells the hot-list that a tick of queue key committed: the events
+// pushed before it are visible to pops now. An entry backing off after its
+// first empty verdict since its last mark (the pop looked before the tick
+// that carries the push) is listed ready again at once instead of at
+// RevisitMin, so a pop that raced the tick does not add 50 ms to the
+// push→pop latency. Only that first empty is promoted (each mark re-arms
+// it): a tick costs at most one more probe per marked partition.
+func (h *HotList) Ticked(key string) {
+	q := h.lookup(key)
+	if q == nil {
+		return
+	}
+	n := 0
+	q.mu.RLock()
+	for _, r := range q.list {
+		for i := range r.subs {
+			s := &r.subs[i]
+			s.mu.Lock()
+			if s.nWheel > 0 {
+				for j, L := 0, len(s.wheel); j < L && j < len(s.wheel); j++ {
+					e := s.wheel[j]
+					if s.stale(e) {
+						continue
+					}
+					sl := &s.slots[e.pos]
+					if sl.park == parkRevisit && sl.empties == 1 {
+						s.setState(e.pos, sl, stReady)
+						n++
+					}
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+	q.mu.RUnlock()
+	if n > 0 {
+		if q.trace {
+			h.trace(key, "ticked", "promoted", n)
+		}
+		h.wake.now(key)
+	}
+}

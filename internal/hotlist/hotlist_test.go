@@ -722,3 +722,25 @@ func TestColdReseedCountsAsFirst(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// A pop that looked before the tick carrying a push found the partition
+// empty (revisit in 50 ms); the tick's Ticked lists it again at once. Only
+// the first empty since the mark is promoted: a partition that stays empty
+// costs one more probe per mark, not one per tick.
+func TestTickedPromotesFirstEmptyRevisit(t *testing.T) {
+	e := setup(t, Options{}) // EmptyGrace 2 s
+	e.listed(t, "g")
+	e.mark("a")
+	co, _ := e.out(t, "g")
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})}) // before the tick
+	eq(t, "backing off", e.listed(t, "g"), nil)
+	e.h.Ticked(e.key)
+	co, names := e.out(t, "g")
+	eq(t, "after the tick", names, []string{"a"})
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})}) // still empty (another group's push)
+	e.h.Ticked(e.key)
+	eq(t, "second empty: no promotion", e.listed(t, "g"), nil)
+	e.clock.Advance(100 * time.Millisecond)
+	eq(t, "its backoff", e.listed(t, "g"), []string{"a"})
+	e.h.Ticked(Key("t", "other")) // another queue: nothing
+}

@@ -111,6 +111,11 @@ func (s *Source) Stop(ctx context.Context) error {
 	return s.h.Stop(ctx)
 }
 
+// Ticked tells the hot-list that stored queue's pushed events are visible
+// now (the broker's tick committed, here or on a peer): a partition a pop
+// found empty just before that tick is listed again at once.
+func (s *Source) Ticked(stored string) { s.h.Ticked(s.names.Key(stored)) }
+
 // Subscribe wakes a parked wildcard pop of stored queue when the hot-list
 // learns of work (a mark, a promoted ack, a due revisit, a reseed).
 func (s *Source) Subscribe(stored string) (<-chan struct{}, func()) {
