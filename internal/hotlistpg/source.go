@@ -49,8 +49,8 @@ type Source struct {
 	replayRepeat time.Duration
 
 	// Queue options (delayedProcessing, windowBuffer) by key, read from
-	// the database when a pop first serves the queue and again when they
-	// are older than optsTTL or a configure was noted.
+	// the database when a cold ring of the queue is prepared and again by
+	// a pop when they are older than optsTTL or a configure was noted.
 	optsTTL time.Duration
 	optsMu  sync.Mutex
 	opts    map[string]time.Time // key -> when its options were read
@@ -136,7 +136,7 @@ func groupOf(g string) string {
 // empty without a database call.
 func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broker.PopResult, error) {
 	key := s.names.Key(p.Queue)
-	if err := s.queueOptions(ctx, q, p.Queue, key); err != nil {
+	if err := s.refreshOptions(ctx, q, p.Queue, key); err != nil {
 		return broker.PopResult{}, err
 	}
 	co, err := s.h.Checkout(ctx, hotlist.Request{Key: key, Group: groupOf(p.Group),
@@ -144,9 +144,20 @@ func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broke
 		// A cold ring: pop_list over no partition subscribes the group (its
 		// first contact, as the SQL scan would) before the reseed, so a new
 		// group is not seeded with every partition that has old events.
+		// The queue's options are read there too, the first time (after
+		// pop_list succeeded: a pop on a queue that does not exist costs
+		// one call, as without the hot-list).
 		Prepare: func(ctx context.Context) error {
-			_, err := broker.PopList(ctx, q, p, []int32{})
-			return err
+			if _, err := broker.PopList(ctx, q, p, []int32{}); err != nil {
+				return err
+			}
+			s.optsMu.Lock()
+			_, known := s.opts[key]
+			s.optsMu.Unlock()
+			if known {
+				return nil
+			}
+			return s.loadOptions(ctx, q, p.Queue, key)
 		}})
 	if err != nil {
 		return broker.PopResult{}, err
@@ -182,19 +193,25 @@ func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broke
 	return res, nil
 }
 
-// queueOptions hands the queue's delayedProcessing and windowBuffer to the
-// hot-list (its marks park entries by them: a delayed queue's new work is
-// looked at after D + LeasedSlack, a window queue's after W or
-// WindowMarks marks) when they were never read or are older than optsTTL:
-// one pgque.broker_queues call on the pop path, then none for optsTTL.
-func (s *Source) queueOptions(ctx context.Context, q broker.Querier, stored, key string) error {
-	now := time.Now()
+// refreshOptions reads the queue's options again when they were read
+// more than optsTTL ago or a configure was noted since; a queue whose
+// options were never read gets them from its cold ring's Prepare.
+func (s *Source) refreshOptions(ctx context.Context, q broker.Querier, stored, key string) error {
 	s.optsMu.Lock()
 	at, ok := s.opts[key]
 	s.optsMu.Unlock()
-	if ok && now.Sub(at) < s.optsTTL {
+	if !ok || time.Since(at) < s.optsTTL {
 		return nil
 	}
+	return s.loadOptions(ctx, q, stored, key)
+}
+
+// loadOptions hands the queue's delayedProcessing and windowBuffer to the
+// hot-list (its marks park entries by them: a delayed queue's new work is
+// looked at after D + LeasedSlack, a window queue's after W or
+// WindowMarks marks): one pgque.broker_queues call.
+func (s *Source) loadOptions(ctx context.Context, q broker.Querier, stored, key string) error {
+	now := time.Now()
 	qs, err := broker.Queues(ctx, q, stored)
 	if err != nil {
 		return fmt.Errorf("hot-list: reading the options of queue %q: %w", stored, err)
@@ -205,9 +222,15 @@ func (s *Source) queueOptions(ctx context.Context, q broker.Querier, stored, key
 	}
 	s.h.SetQueueOptions(key, qo)
 	s.optsMu.Lock()
-	if len(s.opts) > 100000 {
-		// A bound for throw-away queue names: everything is read again.
-		clear(s.opts)
+	if len(s.opts) >= 100000 {
+		// A bound for throw-away queue names: forget the stale entries
+		// (a queue forgotten while its ring lives keeps the options it
+		// has until its ring is swept and seeded again).
+		for k, t := range s.opts {
+			if now.Sub(t) >= s.optsTTL {
+				delete(s.opts, k)
+			}
+		}
 	}
 	s.opts[key] = now
 	s.optsMu.Unlock()
@@ -258,7 +281,9 @@ func (s *Source) Note(ev broker.Event) {
 	case broker.EventConfigured:
 		// The queue's options may have changed: its next pop reads them.
 		s.optsMu.Lock()
-		delete(s.opts, s.names.Key(ev.Queue))
+		if _, ok := s.opts[s.names.Key(ev.Queue)]; ok {
+			s.opts[s.names.Key(ev.Queue)] = time.Time{}
+		}
 		s.optsMu.Unlock()
 	case broker.EventDLQReplayed:
 		key := s.names.Key(ev.Queue)
