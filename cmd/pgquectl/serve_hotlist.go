@@ -16,7 +16,7 @@ func addHotlistFlags(f *pflag.FlagSet) {
 	f.Int("hotlist-shards", 8, "hot-list: sub-rings per (queue, group) ring")
 	f.String("hotlist-width", "narrow", "hot-list check-out width: narrow = clamp(partitions×2, 2, 64) with early stop, wide = clamp(partitions×8, 16, 256)")
 	f.Duration("hotlist-reseed-interval", 30*time.Second, "hot-list: reseed floor per (queue, group); 0 = only cold rings reseed")
-	f.Duration("hotlist-reseed-phase", 15*time.Second, "hot-list: window of a ring's first, randomly placed, reseed")
+	f.Duration("hotlist-reseed-phase", 15*time.Second, "hot-list: window of a ring's random phase (its first periodic reseed: one interval after its cold reseed less the phase)")
 	f.Int("hotlist-reseed-page-size", 10000, "hot-list: partitions per reseed keyset page")
 	f.Int("hotlist-reseed-max-pages", 200, "hot-list: page cap of one reseed")
 	f.Int("hotlist-reseed-concurrency", 2, "hot-list: reseeds the background loop runs at once")

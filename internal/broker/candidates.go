@@ -13,7 +13,8 @@ type CandidateSource interface {
 	// Pop serves one wildcard pop.
 	Pop(ctx context.Context, q Querier, p Pop) (PopResult, error)
 	// Note tells the source about a change of pending work (a push, an ack,
-	// a seek, a group deletion, a DLQ replay). It must not block.
+	// a seek, a group deletion, a DLQ replay) or of a queue's options. It
+	// must not block.
 	Note(ev Event)
 }
 
@@ -24,7 +25,8 @@ const (
 	EventCommitted    = "committed"     // a transaction with pushes / acks committed
 	EventSeeked       = "seeked"        // a group moved: pending work may appear without a push
 	EventGroupDeleted = "group_deleted" // Group deleted on Queue ("" = all queues)
-	EventDLQReplayed  = "dlq_replayed"  // a dead letter is back in its partition
+	EventDLQReplayed  = "dlq_replayed"  // a dead letter is back in its partition (Partitions)
+	EventConfigured   = "configured"    // Queue's options changed (delayedProcessing, windowBuffer, ...)
 )
 
 // Event is one change of pending work. Queue is the stored queue name

@@ -20,12 +20,30 @@ func ReplayDLQ(ctx context.Context, q Querier, id int64) (string, error) {
 // dead letter's queue, so the caller can tick it: one call of
 // pgque.group_dlq_replay.
 func ReplayDLQQueue(ctx context.Context, q Querier, id int64) (msgID, queue string, err error) {
-	err = q.QueryRow(ctx, `SELECT message_id::text, queue_name FROM pgque.group_dlq_replay($1)`, id).Scan(&msgID, &queue)
+	r, err := ReplayDLQInto(ctx, q, id)
+	return r.MessageID, r.Queue, err
+}
+
+// Replayed is where a dead letter went back to.
+type Replayed struct {
+	MessageID   string // the new message id
+	Queue       string // stored queue name
+	PartitionID int32  // the partition it is pending in again
+}
+
+// ReplayDLQInto is ReplayDLQ that says where the message went (queue and
+// partition id: the caller ticks the queue and marks the partition for
+// the hot-list). An unknown id is ErrNotFound. One call of
+// pgque.group_dlq_replay.
+func ReplayDLQInto(ctx context.Context, q Querier, id int64) (Replayed, error) {
+	var r Replayed
+	err := q.QueryRow(ctx, `SELECT message_id::text, queue_name, partition_id FROM pgque.group_dlq_replay($1)`, id).
+		Scan(&r.MessageID, &r.Queue, &r.PartitionID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", "", fmt.Errorf("replay DLQ: no dead letter %d: %w", id, ErrNotFound)
+		return Replayed{}, fmt.Errorf("replay DLQ: no dead letter %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return "", "", wrap("replay DLQ", err)
+		return Replayed{}, wrap("replay DLQ", err)
 	}
-	return msgID, queue, nil
+	return r, nil
 }

@@ -287,14 +287,15 @@ func TestReseedKeysetPagesCapAndPhase(t *testing.T) {
 	if e.rs.calls != 2 || len(names) != 19 || names[0] != "p01" || names[18] != "p19" {
 		t.Fatalf("calls %d, listed %v", e.rs.calls, names)
 	}
-	// The first periodic reseed comes at the fixed phase (Rand → 7.5 s).
-	e.clock.Advance(7499 * time.Millisecond)
+	// The cold reseed counts as the first: the next comes one interval
+	// later less the ring's fixed phase (Rand → 7.5 s): at 22.5 s.
+	e.clock.Advance(22499 * time.Millisecond)
 	if n := e.h.ReseedDue(ctxT(t)); n != 0 {
-		t.Fatalf("reseed before its phase")
+		t.Fatalf("reseed before interval - phase")
 	}
 	e.clock.Advance(time.Millisecond)
 	if n := e.h.ReseedDue(ctxT(t)); n != 1 {
-		t.Fatalf("reseed at its phase: %d", n)
+		t.Fatalf("reseed at interval - phase: %d", n)
 	}
 	e.clock.Advance(30*time.Second - time.Millisecond)
 	if n := e.h.ReseedDue(ctxT(t)); n != 0 {
@@ -655,4 +656,91 @@ func TestMarkRestartsEmptyBackoff(t *testing.T) {
 	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})}) // still not ticked
 	e.clock.Advance(50 * time.Millisecond)
 	eq(t, "revisited after RevisitMin", e.listed(t, "g"), []string{"a"})
+}
+
+// A reseed row that turns out empty is cleared by that one empty verdict:
+// the reseed saw the work at the latest tick, which the pop sees too, so it
+// gets no empty grace (with the grace, every stale-in-excess row cost about
+// six more empty pop-list probes per reseed). A push mark still gets it.
+func TestReseedRowEmptyClearsAtOnce(t *testing.T) {
+	e := setup(t, Options{}) // EmptyGrace 2 s
+	e.rs.rows[e.key+"|g"] = []ReseedRow{{ID: 1, Name: "a"}, {ID: 2, Name: "b"}}
+	e.clock.Advance(time.Minute) // no push mark within the grace
+	co, names := e.out(t, "g")   // cold: the reseed lists a and b
+	eq(t, "reseeded", names, []string{"a", "b"})
+	e.h.Mark(e.key, ByID(2, "b"), SourcePush) // b: pushed while checked out
+	co.CheckIn([]Verdict{{PartitionID: 1, Partition: "a", Kind: VerdictEmpty}, {PartitionID: 2, Partition: "b", Kind: VerdictEmpty}})
+	// b was marked meanwhile: ready again. a: cleared, not revisited.
+	co, names = e.out(t, "g")
+	eq(t, "after the empty verdicts", names, []string{"b"})
+	co.CheckIn([]Verdict{{PartitionID: 2, Partition: "b", Kind: VerdictEmpty}}) // b: within its push's grace
+	e.clock.Advance(time.Second)
+	eq(t, "a second later", e.listed(t, "g"), []string{"b"})
+	st := e.h.Stats()
+	if st.Empty != 3 || st.Ready != 1 || st.Wheel != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The periodic reseed lists a again (the fake still returns it): one
+	// more empty verdict clears it again, with no revisit.
+	e.clock.Advance(time.Minute)
+	if n := e.h.ReseedDue(ctxT(t)); n != 1 {
+		t.Fatalf("reseeds %d", n)
+	}
+	co, names = e.out(t, "g")
+	eq(t, "periodic reseed", names, []string{"a", "b"})
+	co.CheckIn([]Verdict{{PartitionID: 1, Partition: "a", Kind: VerdictEmpty}, {PartitionID: 2, Partition: "b", Kind: VerdictEmpty}})
+	for i := 0; i < 20; i++ {
+		e.clock.Advance(100 * time.Millisecond)
+		eq(t, "revisits", e.listed(t, "g"), nil)
+	}
+}
+
+// A cold ring's reseed (on the pop path) counts as its first: the periodic
+// reseed follows one interval later less the ring's phase (30 s − 7.5 s
+// here), not at the phase point right after the cold scan.
+func TestColdReseedCountsAsFirst(t *testing.T) {
+	e := setup(t, Options{})
+	e.rs.rows[e.key+"|g"] = []ReseedRow{{ID: 1, Name: "a"}}
+	eq(t, "cold", e.listed(t, "g"), []string{"a"})
+	e.clock.Advance(22499 * time.Millisecond)
+	if n := e.h.ReseedDue(ctxT(t)); n != 0 {
+		t.Fatalf("a periodic reseed %v after the cold one", 22499*time.Millisecond)
+	}
+	e.clock.Advance(time.Millisecond)
+	if n := e.h.ReseedDue(ctxT(t)); n != 1 {
+		t.Fatalf("reseeds at interval - phase: %d", n)
+	}
+	e.clock.Advance(30*time.Second - time.Millisecond)
+	if n := e.h.ReseedDue(ctxT(t)); n != 0 {
+		t.Fatalf("reseed before the interval")
+	}
+	e.clock.Advance(time.Millisecond)
+	if n := e.h.ReseedDue(ctxT(t)); n != 1 {
+		t.Fatalf("reseed at the interval: %d", n)
+	}
+	if st := e.h.Stats(); st.Reseeds != 3 || st.ReseedRows != 3 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A pop that looked before the tick carrying a push found the partition
+// empty (revisit in 50 ms); the tick's Ticked lists it again at once. Only
+// the first empty since the mark is promoted: a partition that stays empty
+// costs one more probe per mark, not one per tick.
+func TestTickedPromotesFirstEmptyRevisit(t *testing.T) {
+	e := setup(t, Options{}) // EmptyGrace 2 s
+	e.listed(t, "g")
+	e.mark("a")
+	co, _ := e.out(t, "g")
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})}) // before the tick
+	eq(t, "backing off", e.listed(t, "g"), nil)
+	e.h.Ticked(e.key)
+	co, names := e.out(t, "g")
+	eq(t, "after the tick", names, []string{"a"})
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})}) // still empty (another group's push)
+	e.h.Ticked(e.key)
+	eq(t, "second empty: no promotion", e.listed(t, "g"), nil)
+	e.clock.Advance(100 * time.Millisecond)
+	eq(t, "its backoff", e.listed(t, "g"), []string{"a"})
+	e.h.Ticked(Key("t", "other")) // another queue: nothing
 }

@@ -55,7 +55,9 @@ type Options struct {
 	// ReseedInterval is the reseed floor per (queue, group). Default 30 s;
 	// negative disables the periodic reseed (cold rings still reseed).
 	ReseedInterval time.Duration
-	// ReseedPhase is the window of a ring's first, randomly placed, reseed.
+	// ReseedPhase is the window of a ring's random phase: its first
+	// periodic reseed comes ReseedInterval after its cold reseed less the
+	// phase (rings created together reseed apart).
 	// Default 15 s.
 	ReseedPhase time.Duration
 	// ReseedPageSize and ReseedMaxPages bound one reseed. Defaults 10,000

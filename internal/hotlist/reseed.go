@@ -23,6 +23,17 @@ func (h *HotList) coldReseed(ctx context.Context, r *ring, prepare func(context.
 	if err := h.reseed(ctx, r); err != nil {
 		return err
 	}
+	// The cold reseed was a full scan: it counts as the ring's first. The
+	// next comes one interval later less the ring's random phase, so rings
+	// created together still reseed apart, no scan is more than one
+	// interval after the previous one, and a new ring does not scan twice
+	// within its first ReseedPhase (the periodic reseed used to follow at
+	// the phase point, 0–15 s after the cold one).
+	next := h.now() + int64(h.o.ReseedInterval) - h.phase()
+	if next <= h.now() {
+		next = h.now() + int64(h.o.ReseedInterval)
+	}
+	r.nextReseed.Store(next)
 	r.seeded.Store(true)
 	return nil
 }

@@ -8,6 +8,8 @@ package hotlistpg
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
@@ -41,16 +43,31 @@ type Source struct {
 	h     *hotlist.HotList
 	names Names
 	peers *Transport
-	// replayRepeat: a dead-letter replay forgets the queue's rings again
-	// after this long (its event becomes visible at the tick that follows).
+	// replayRepeat: a dead-letter replay whose partition is not named
+	// forgets the queue's rings again after this long (its event becomes
+	// visible at the tick that follows).
 	replayRepeat time.Duration
+
+	// Queue options (delayedProcessing, windowBuffer) by key, read from
+	// the database when a cold ring of the queue is prepared and again by
+	// a pop when they are older than optsTTL or a configure was noted.
+	optsTTL time.Duration
+	optsMu  sync.Mutex
+	opts    map[string]time.Time // key -> when its options were read
 }
+
+// OptionsTTL is how long a queue's delayedProcessing / windowBuffer, read
+// by the hot-list source, are trusted before a pop reads them again (a
+// configure through this broker refreshes them at once; through another
+// broker, within this time).
+const OptionsTTL = 30 * time.Second
 
 var _ broker.CandidateSource = (*Source)(nil)
 
 // New builds a Source; Start runs the hot-list's background loops.
 func New(cfg Config) *Source {
-	s := &Source{names: cfg.Names, peers: cfg.Peers, replayRepeat: time.Second}
+	s := &Source{names: cfg.Names, peers: cfg.Peers, replayRepeat: time.Second,
+		optsTTL: OptionsTTL, opts: map[string]time.Time{}}
 	if s.names.Key == nil {
 		s.names.Key = func(stored string) string { return hotlist.Key("", stored) }
 	}
@@ -94,6 +111,11 @@ func (s *Source) Stop(ctx context.Context) error {
 	return s.h.Stop(ctx)
 }
 
+// Ticked tells the hot-list that stored queue's pushed events are visible
+// now (the broker's tick committed, here or on a peer): a partition a pop
+// found empty just before that tick is listed again at once.
+func (s *Source) Ticked(stored string) { s.h.Ticked(s.names.Key(stored)) }
+
 // Subscribe wakes a parked wildcard pop of stored queue when the hot-list
 // learns of work (a mark, a promoted ack, a due revisit, a reseed).
 func (s *Source) Subscribe(stored string) (<-chan struct{}, func()) {
@@ -113,14 +135,29 @@ func groupOf(g string) string {
 // candidates back. No candidate means nothing known pending: the pop is
 // empty without a database call.
 func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broker.PopResult, error) {
-	co, err := s.h.Checkout(ctx, hotlist.Request{Key: s.names.Key(p.Queue), Group: groupOf(p.Group),
+	key := s.names.Key(p.Queue)
+	if err := s.refreshOptions(ctx, q, p.Queue, key); err != nil {
+		return broker.PopResult{}, err
+	}
+	co, err := s.h.Checkout(ctx, hotlist.Request{Key: key, Group: groupOf(p.Group),
 		Batch: p.Batch, Partitions: p.MaxPartitions, AutoAck: p.AutoAck,
 		// A cold ring: pop_list over no partition subscribes the group (its
 		// first contact, as the SQL scan would) before the reseed, so a new
 		// group is not seeded with every partition that has old events.
+		// The queue's options are read there too, the first time (after
+		// pop_list succeeded: a pop on a queue that does not exist costs
+		// one call, as without the hot-list).
 		Prepare: func(ctx context.Context) error {
-			_, err := broker.PopList(ctx, q, p, []int32{})
-			return err
+			if _, err := broker.PopList(ctx, q, p, []int32{}); err != nil {
+				return err
+			}
+			s.optsMu.Lock()
+			_, known := s.opts[key]
+			s.optsMu.Unlock()
+			if known {
+				return nil
+			}
+			return s.loadOptions(ctx, q, p.Queue, key)
 		}})
 	if err != nil {
 		return broker.PopResult{}, err
@@ -156,6 +193,58 @@ func (s *Source) Pop(ctx context.Context, q broker.Querier, p broker.Pop) (broke
 	return res, nil
 }
 
+// refreshOptions reads the queue's options again when they were read
+// more than optsTTL ago or a configure was noted since; a queue whose
+// options were never read gets them from its cold ring's Prepare.
+func (s *Source) refreshOptions(ctx context.Context, q broker.Querier, stored, key string) error {
+	s.optsMu.Lock()
+	at, ok := s.opts[key]
+	s.optsMu.Unlock()
+	if !ok || time.Since(at) < s.optsTTL {
+		return nil
+	}
+	return s.loadOptions(ctx, q, stored, key)
+}
+
+// loadOptions hands the queue's delayedProcessing and windowBuffer to the
+// hot-list (its marks park entries by them: a delayed queue's new work is
+// looked at after D + LeasedSlack, a window queue's after W or
+// WindowMarks marks): one pgque.broker_queues call.
+func (s *Source) loadOptions(ctx context.Context, q broker.Querier, stored, key string) error {
+	now := time.Now()
+	qs, err := broker.Queues(ctx, q, stored)
+	if err != nil {
+		return fmt.Errorf("hot-list: reading the options of queue %q: %w", stored, err)
+	}
+	var qo hotlist.QueueOptions
+	if len(qs) == 1 {
+		qo = hotlist.QueueOptions{Delay: seconds(qs[0].Options["delayedProcessing"]), Window: seconds(qs[0].Options["windowBuffer"])}
+	}
+	s.h.SetQueueOptions(key, qo)
+	s.optsMu.Lock()
+	if len(s.opts) >= 100000 {
+		// A bound for throw-away queue names: forget the stale entries
+		// (a queue forgotten while its ring lives keeps the options it
+		// has until its ring is swept and seeded again).
+		for k, t := range s.opts {
+			if now.Sub(t) >= s.optsTTL {
+				delete(s.opts, k)
+			}
+		}
+	}
+	s.opts[key] = now
+	s.optsMu.Unlock()
+	return nil
+}
+
+// seconds reads a whole number of seconds from a decoded JSON option.
+func seconds(v any) time.Duration {
+	if f, ok := v.(float64); ok && f > 0 {
+		return time.Duration(f * float64(time.Second))
+	}
+	return 0
+}
+
 // Note applies a change of pending work (called after it committed).
 func (s *Source) Note(ev broker.Event) {
 	h := s.h
@@ -189,6 +278,13 @@ func (s *Source) Note(ev broker.Event) {
 		default:
 			h.QueueGroupDeleted(s.names.Key(ev.Queue), ev.Group)
 		}
+	case broker.EventConfigured:
+		// The queue's options may have changed: its next pop reads them.
+		s.optsMu.Lock()
+		if _, ok := s.opts[s.names.Key(ev.Queue)]; ok {
+			s.opts[s.names.Key(ev.Queue)] = time.Time{}
+		}
+		s.optsMu.Unlock()
 	case broker.EventDLQReplayed:
 		key := s.names.Key(ev.Queue)
 		if len(ev.Partitions) > 0 {

@@ -96,6 +96,7 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.cands.Note(broker.Event{Kind: broker.EventConfigured, Queue: q})
 	writeJSON(w, http.StatusOK, map[string]any{"configured": true, "queueId": c.QueueID, "queue": *req.Queue,
 		"namespace": unlabel(tenant, c.Namespace), "task": unlabel(tenant, c.Task), "options": c.Options})
 	return nil
@@ -456,12 +457,13 @@ func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := dbCtx(r)
 	defer cancel()
-	msg, queue, err := broker.ReplayDLQQueue(ctx, s.pool, id)
+	rp, err := broker.ReplayDLQInto(ctx, s.pool, id)
 	if err != nil {
 		return err
 	}
+	msg, queue := rp.MessageID, rp.Queue
 	if queue != "" {
-		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue})
+		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue, Partitions: []int32{rp.PartitionID}})
 		s.requestTick(queue)
 		s.awaitTicks(r.Context(), []string{queue}) // answered once visible, as a push
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -380,8 +381,9 @@ func TestHotListSeekReseeds(t *testing.T) {
 	}
 }
 
-// A dead letter replayed: the replay hook makes the queue's lists reseed,
-// so the message is delivered again without the periodic floor.
+// A dead letter replayed: the replay names the partition it went back
+// into and the hook marks it (no reseed: the group's list is kept), so the
+// message is delivered again without the periodic floor.
 func TestHotListDLQReplay(t *testing.T) {
 	e := setup(t)
 	b := e.start(httpapi.Config{HotList: true, HotListOptions: noFloor})
@@ -405,8 +407,58 @@ func TestHotListDLQReplay(t *testing.T) {
 		t.Fatalf("dead letters: %+v", list)
 	}
 	waitListEmpty(t, b, "/api/v1/pop/queue/q?autoAck=true")
+	reseeds, marks := metricValue(t, b, "pgque_hotlist_reseeds_total"), metricValue(t, b, `pgque_hotlist_marks_total{origin="local"}`)
 	b.must(200, "POST", "/api/v1/dlq/"+list.Messages[0].ID+"/replay", nil, nil)
 	if got := hotPop(b, "/api/v1/pop/queue/q?autoAck=true"); !slices.Equal(got, []int{5}) {
 		t.Fatalf("after the replay: %v", got)
 	}
+	if r, m := metricValue(t, b, "pgque_hotlist_reseeds_total"), metricValue(t, b, `pgque_hotlist_marks_total{origin="local"}`); r != reseeds || m != marks+1 {
+		t.Fatalf("the replay: reseeds %v -> %v (want unchanged), local marks %v -> %v (want +1: the replayed partition)", reseeds, r, marks, m)
+	}
+}
+
+// metricValue reads one sample (name with its labels, as printed) of b's
+// Prometheus page; a missing sample fails the test.
+func metricValue(t *testing.T, b *brokerT, sample string) float64 {
+	t.Helper()
+	page := string(b.must(200, "GET", "/metrics/prometheus", nil, nil))
+	for _, line := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("sample %s: %v", sample, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no sample %s in:\n%s", sample, grepMetrics([]byte(page)))
+	return 0
+}
+
+// POST /api/v1/configure refreshes the hot-list's copy of the queue's
+// delayedProcessing: a push to a delayed queue parks its entry (no pop
+// asks PostgreSQL about it before D + 300 ms); once the delay is
+// configured away, the next push is listed ready.
+func TestHotListConfigureRefreshesQueueOptions(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{HotList: true, HotListOptions: noFloor})
+	gauges := func(what string, ready, wheel float64) {
+		t.Helper()
+		if r, w := metricValue(t, b, "pgque_hotlist_ready"), metricValue(t, b, "pgque_hotlist_wheel"); r != ready || w != wheel {
+			t.Fatalf("%s: ready %v wheel %v, want %v and %v", what, r, w, ready, wheel)
+		}
+	}
+	path := "/api/v1/pop/queue/q?autoAck=true&consumerGroup=g"
+	b.must(200, "POST", "/api/v1/configure", map[string]any{"queue": "q", "options": map[string]any{"delayedProcessing": 30}}, nil)
+	if p := b.pop(path); p != nil {
+		t.Fatalf("first pop: %+v", p)
+	}
+	b.push(item("q", "a", map[string]int{"n": 1}, ""))
+	gauges("delayed 30 s", 0, 1)
+	b.must(200, "POST", "/api/v1/configure", map[string]any{"queue": "q", "options": map[string]any{"delayedProcessing": 0}}, nil)
+	if p := b.pop(path); p != nil {
+		t.Fatalf("pop after configure: %+v", p)
+	}
+	b.push(item("q", "b", map[string]int{"n": 2}, ""))
+	gauges("not delayed", 1, 1)
 }

@@ -156,6 +156,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // pops of its tenant after its events became visible.
 func (s *Server) wakeLocal(stored string) {
 	tenant, _ := splitStored(stored)
+	if s.hot != nil {
+		s.hot.Ticked(stored)
+	}
 	s.gates.Signal(gateKey(stored))
 	s.gates.Signal(wake.Key(tenant, ""))
 }

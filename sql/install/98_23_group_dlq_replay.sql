@@ -4,21 +4,24 @@
 -- and other groups skip it), and removed from the DLQ. Dedup is not
 -- consulted (the same transactionId is the point of a replay).
 -- Returns: one row (message_id: the new message id, queue_name: its
--- queue, so the caller can tick it), no row when no such dead letter
--- exists. Locks: the dead-letter row. Writes: event_<q>_<cur>, group_dead_letter.
+-- queue, so the caller can tick it, partition_id: the partition it went
+-- back into, so the broker's hot-list can mark it), no row when no such
+-- dead letter exists. Locks: the dead-letter row. Writes: event_<q>_<cur>, group_dead_letter.
 -- Called by: the broker (POST /api/v1/dlq/:id/replay).
 DO $drop$
 BEGIN
-    -- Earlier installs returned only the message id (uuid): a new return type
-    -- needs the old function gone (re-running the install keeps this one).
+    -- Earlier installs returned only the message id (uuid), then no
+    -- partition_id: a new return type needs the old function gone
+    -- (re-running the install keeps this one).
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_proc
-                WHERE oid = to_regprocedure('pgque.group_dlq_replay(bigint)') AND prorettype = 'uuid'::regtype) THEN
+                WHERE oid = to_regprocedure('pgque.group_dlq_replay(bigint)')
+                  AND (prorettype = 'uuid'::regtype OR NOT ('partition_id' = ANY (coalesce(proargnames, '{}'))))) THEN
         DROP FUNCTION pgque.group_dlq_replay(bigint);
     END IF;
 END;
 $drop$;
 CREATE OR REPLACE FUNCTION pgque.group_dlq_replay(i_id bigint)
-RETURNS TABLE (message_id uuid, queue_name text)
+RETURNS TABLE (message_id uuid, queue_name text, partition_id int)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
@@ -38,6 +41,7 @@ BEGIN
       USING v_dl.gdl_data, v_dl.gdl_txn, v_dl.gdl_partition, -v_dl.gdl_group;
     message_id := pgque.message_uuid(v_queue.queue_id, v_id, now());
     queue_name := v_queue.queue_name;
+    partition_id := v_dl.gdl_partition;
     RETURN NEXT;
 END;
 $$;
