@@ -233,9 +233,21 @@ func managedProfile() []Phase {
 	return out
 }
 
+// headlineProfile is the pg_cron 1.4 headline cell alone (100 Hz, 800 ev/s,
+// xmin held, poll-only, derived rotation) for 3 minutes: three minute
+// boundaries, for comparing a change before and after on a shared machine
+// (run both the same way, side by side or interleaved).
+func headlineProfile() []Phase {
+	return []Phase{
+		{Name: "pgque-100hz-800-xmin-poll", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 3 * time.Minute},
+	}
+}
+
 // Profile returns a named phase list.
 func Profile(name string) ([]Phase, error) {
 	switch name {
+	case "headline":
+		return headlineProfile(), nil
 	case "quick":
 		return quickProfile(), nil
 	case "full":
@@ -243,5 +255,5 @@ func Profile(name string) ([]Phase, error) {
 	case "managed":
 		return managedProfile(), nil
 	}
-	return nil, fmt.Errorf("unknown profile %q: use quick, managed or full", name)
+	return nil, fmt.Errorf("unknown profile %q: use quick, headline, managed or full", name)
 }
