@@ -2,10 +2,15 @@ package sql_test
 
 import (
 	"context"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
@@ -164,4 +169,71 @@ func cronMinuteFires(t *testing.T, sched string, m int) bool {
 		lo, hi = n, n
 	}
 	return m >= lo && m <= hi && (m-lo)%step == 0
+}
+
+// TestTickerLoopLogsARoundSummary: with ticker_debug_round_ms set, the loop
+// LOGs every 10 s how many rounds it ran and where an ordinary round's time
+// went (mean sleep overshoot, ticker(), COMMIT) - the evidence for its
+// share of the delivery latency, which the slow-round log alone (rounds
+// over the threshold) does not give.
+func TestTickerLoopLogsARoundSummary(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('q')`)
+	e.exec(`SELECT pgque.set_tick_period_ms(10)`)
+	e.exec(`SELECT pgque.set_setting('ticker_debug_round_ms', '5000')`)
+	e.exec(`SELECT pgque.set_setting('ticker_slot_seconds', '3600'), pgque.set_setting('ticker_overrun_ms', '0')`)
+	if until := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); until < time.Minute {
+		time.Sleep(until + time.Second)
+	}
+	var mu sync.Mutex
+	var logged []string
+	cfg, err := pgx.ParseConfig(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		logged = append(logged, n.Message)
+		mu.Unlock()
+	}
+	loop, err := pgx.ConnectConfig(ctxT(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = loop.Close(context.Background()) })
+	if _, err := loop.Exec(ctxT(t), `SET client_min_messages = log`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := loop.Exec(context.Background(), `CALL pgque.ticker_loop()`)
+		done <- err
+	}()
+	re := regexp.MustCompile(`^pgque: ticker_loop rounds: (\d+) in the last 10 s \(period 10 ms\): mean sleep overshoot [0-9.]+ ms, ticker\(\) [0-9.]+ ms, commit [0-9.]+ ms$`)
+	var summary string
+	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline) && summary == ""; {
+		time.Sleep(250 * time.Millisecond)
+		mu.Lock()
+		for _, m := range logged {
+			if strings.Contains(m, "ticker_loop rounds:") {
+				summary = m
+			}
+		}
+		mu.Unlock()
+	}
+	e.exec(`SELECT pgque.set_setting('ticker_loop_enabled', 'false')`)
+	if err := <-done; err != nil {
+		t.Fatalf("ticker_loop: %v", err)
+	}
+	if summary == "" {
+		t.Fatal("no round summary LOGged within 40 s of ticker_debug_round_ms > 0")
+	}
+	m := re.FindStringSubmatch(summary)
+	if m == nil {
+		t.Fatalf("summary %q does not have the documented form", summary)
+	}
+	t.Logf("%s", summary)
+	if n, _ := strconv.Atoi(m[1]); n < 1 {
+		t.Fatalf("summary %q counts no round", summary)
+	}
 }
