@@ -233,9 +233,24 @@ func managedProfile() []Phase {
 	return out
 }
 
+// headlineProfile is the pg_cron 1.4 headline cell (100 Hz, 800 ev/s,
+// xmin held, poll-only, derived rotation) for 3 minutes - three minute
+// boundaries - and the same cell without the held xmin for 2 minutes (what
+// the held xmin costs, in the same run): for comparing a change before and
+// after on a shared machine (run both the same way, one after the other or
+// side by side).
+func headlineProfile() []Phase {
+	return []Phase{
+		{Name: "pgque-100hz-800-xmin-poll", System: SystemPgque, Hz: 100, Rate: 800, HeldXmin: true, Wake: WakePoll, Duration: 3 * time.Minute},
+		{Name: "pgque-100hz-800-poll", System: SystemPgque, Hz: 100, Rate: 800, Wake: WakePoll, Duration: 2 * time.Minute},
+	}
+}
+
 // Profile returns a named phase list.
 func Profile(name string) ([]Phase, error) {
 	switch name {
+	case "headline":
+		return headlineProfile(), nil
 	case "quick":
 		return quickProfile(), nil
 	case "full":
@@ -243,5 +258,5 @@ func Profile(name string) ([]Phase, error) {
 	case "managed":
 		return managedProfile(), nil
 	}
-	return nil, fmt.Errorf("unknown profile %q: use quick, managed or full", name)
+	return nil, fmt.Errorf("unknown profile %q: use quick, headline, managed or full", name)
 }

@@ -102,3 +102,23 @@ func TestReportFlagsAConsumerThatFellBehind(t *testing.T) {
 		}
 	}
 }
+
+func TestLatencySplitDividesAtTheFirstTickAfterTheCommit(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	ticks := []time.Time{ms(0), ms(10), ms(20), ms(30)}
+	rec := newRecorder()
+	rec.committed([]int64{1}, ms(2))  // tick at 10: waits 8, received at 13: 3 after
+	rec.committed([]int64{2}, ms(10)) // tick at 10 (same instant): waits 0, 5 after
+	rec.committed([]int64{3}, ms(31)) // no tick after it: left out
+	rec.got([]int64{1}, ms(13))
+	rec.got([]int64{2}, ms(15))
+	rec.got([]int64{3}, ms(40))
+	s := rec.split(ticks)
+	if s == nil || s.Events != 2 || s.WaitMean != 4 || s.AfterTickMean != 4 || s.TickIntervalMs != 10 {
+		t.Fatalf("split = %+v, want 2 events, wait mean 4, after-tick mean 4, interval 10", s)
+	}
+	if rec.split(ticks[:1]) != nil {
+		t.Fatal("one tick: want no split")
+	}
+}

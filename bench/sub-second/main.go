@@ -27,7 +27,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sub-second", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "the quick profile (< 3 minutes; CI smoke test)")
-	profile := fs.String("profile", "full", "phase list: quick (< 3 min, CI), managed (~10 min: pg_cron 1.6 with PgQue 0.2.0 beside us, 16 consumers, WAL ratio) or full")
+	profile := fs.String("profile", "full", "phase list: quick (< 3 min, CI), headline (~6 min: the pg_cron 1.4 headline cell, with and without the held xmin), managed (~10 min: pg_cron 1.6 with PgQue 0.2.0 beside us, 16 consumers, WAL ratio) or full")
+	duration := fs.Duration("duration", 0, "measure every phase of the profile for this long instead of its own duration")
 	out := fs.String("out", "", "output directory (default bench/sub-second/results/<date>)")
 	state := fs.String("state-dir", "/tmp/pgque-bench-subsecond", "state directory of the benchmark's own cluster (wiped first)")
 	keep := fs.Bool("keep-cluster", false, "leave the cluster running at the end")
@@ -52,6 +53,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "sub-second:", err)
 		return 2
+	}
+	if *duration > 0 {
+		for i := range phases {
+			phases[i].Duration = *duration
+		}
 	}
 	if *out == "" {
 		*out = filepath.Join("bench", "sub-second", "results", time.Now().Format("2006-01-02"))

@@ -166,6 +166,12 @@ type PhaseResult struct {
 
 	// WorstEvents are the events with the largest latency (when committed).
 	WorstEvents []Gap `json:"worst_events,omitempty"`
+	// Split divides each event's latency at the first tick of the queue
+	// whose tick_time (the tick transaction's start, server clock - the
+	// same machine's clock) is at or after the event's commit clock: the
+	// wait for that tick, and the rest (the tick's own work and COMMIT, the
+	// consumer's poll interval and its receive). Where the p50 goes.
+	Split *LatencySplit `json:"latency_split,omitempty"`
 	// LockWaits: server log lines of lock waits ≥ deadlock_timeout (100 ms
 	// in the bench cluster, log_lock_waits on) during the phase.
 	LockWaits      []string `json:"lock_waits,omitempty"`
@@ -269,6 +275,48 @@ func (r *recorder) latencies(start time.Time) (ms []float64, missing int, detail
 	}
 	slices.SortFunc(worst, func(a, b Gap) int { return cmp.Compare(b.Ms, a.Ms) })
 	return ms, missing, detail, worst[:min(10, len(worst))]
+}
+
+// LatencySplit is the latency of each event divided at the first tick
+// at or after its commit (see PhaseResult.Split), in milliseconds.
+type LatencySplit struct {
+	Events         int     `json:"events"`
+	WaitP50        float64 `json:"wait_for_tick_p50_ms"`
+	WaitMean       float64 `json:"wait_for_tick_mean_ms"`
+	AfterTickP50   float64 `json:"tick_to_receive_p50_ms"`
+	AfterTickMean  float64 `json:"tick_to_receive_mean_ms"`
+	AfterTickP99   float64 `json:"tick_to_receive_p99_ms"`
+	TickIntervalMs float64 `json:"tick_interval_mean_ms"`
+}
+
+// split computes the LatencySplit of the received events against the
+// queue's tick times (sorted).
+func (r *recorder) split(ticks []time.Time) *LatencySplit {
+	if len(ticks) < 2 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var wait, after []float64
+	for id, c := range r.commit {
+		g, ok := r.received[id]
+		if !ok {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(ticks, c, func(t, c time.Time) int { return t.Compare(c) })
+		if i == len(ticks) || ticks[i].After(g) {
+			continue // no tick between commit and receipt on record
+		}
+		wait = append(wait, float64(ticks[i].Sub(c).Microseconds())/1000)
+		after = append(after, float64(g.Sub(ticks[i]).Microseconds())/1000)
+	}
+	if len(wait) == 0 {
+		return nil
+	}
+	w, _ := summarize(wait)
+	a, _ := summarize(after)
+	return &LatencySplit{Events: len(wait), WaitP50: w.P50, WaitMean: w.Mean, AfterTickP50: a.P50, AfterTickMean: a.Mean, AfterTickP99: a.P99,
+		TickIntervalMs: float64(ticks[len(ticks)-1].Sub(ticks[0]).Microseconds()) / 1000 / float64(len(ticks)-1)}
 }
 
 // missingFrom counts the events committed (recorded in main) that this
@@ -522,6 +570,7 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 		res.PeakIOStall = max(res.PeakIOStall, s.IOStall)
 	}
 	res.Ticks = len(tickTimes)
+	res.Split = rec.split(tickTimes)
 	runs := tickerRuns(context.WithoutCancel(ctx), cronMon, sys, start, phaseEnd, rec)
 	marks := slotEnds(context.WithoutCancel(ctx), sys, conns["admin"], start, phaseEnd, rec)
 	for _, m := range marks {

@@ -359,6 +359,20 @@ func markdown(r *Results, chartErrs []string) string {
 			f1(p.MaxTickGapMs), f1(p.MaxHandoverGapMs), p.CronRunsStart, p.CronRunsEnd, p.BackendsPeak, p.NotifyUsagePeak, f1(p.Bystander.P99),
 			100*p.PeakCPUStall, 100*p.PeakIOStall)
 	}
+	var splits []string
+	for _, p := range r.Phases {
+		if s := p.Split; s != nil && p.Missing == 0 {
+			splits = append(splits, fmt.Sprintf("| %s | %.1f | %.2f / %.2f | %.2f / %.2f / %.2f | %d |", p.Name, s.TickIntervalMs, s.WaitP50, s.WaitMean, s.AfterTickP50, s.AfterTickMean, s.AfterTickP99, s.Events))
+		}
+	}
+	if len(splits) > 0 {
+		w("\n### Where the latency goes\n\n")
+		w("Each event's latency divided at the first tick of its queue whose `tick_time` (the tick transaction's start; same machine clock) is at or after the event's commit: the wait for that tick (uniform over a tick interval: half of it on average), and the rest - the tick's own work and COMMIT, the consumer's poll interval, its receive.\n\n")
+		w("| phase | mean tick interval ms | wait for the tick p50 / mean ms | tick → receive p50 / mean / p99 ms | events |\n|---|---|---|---|---|\n")
+		for _, s := range splits {
+			w("%s\n", s)
+		}
+	}
 	var problems []string
 	for _, p := range r.Phases {
 		if p.Missing > 0 || p.Dups > 0 {

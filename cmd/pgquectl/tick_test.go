@@ -127,7 +127,8 @@ func TestTickDryRunRegisterAndOff(t *testing.T) {
 	if !strings.Contains(first.settings, "tick_period_ms=10,") || !strings.Contains(first.settings, "meta_rotation_period_ms=2000,") {
 		t.Fatalf("settings after tick --hz 100 --rotation-period 2s: %s", first.settings)
 	}
-	if strings.Count(first.jobs, "pgque_") < 5 || !strings.Contains(out, "pgque_ticker@") {
+	// pg_cron 1.4: two ticker jobs and the purge.
+	if strings.Count(first.jobs, "pgque_") != 3 || !strings.Contains(out, "pgque_ticker@") || !strings.Contains(out, "pgque_ticker_2@") {
 		t.Fatalf("jobs after tick: %q; output:\n%s", first.jobs, out)
 	}
 

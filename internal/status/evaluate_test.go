@@ -212,3 +212,30 @@ func TestSummary(t *testing.T) {
 		t.Errorf("summary %q: want one line, CRIT reasons before WARN, no '|' (monitoring plugins read it as perfdata)", r.Summary)
 	}
 }
+
+// TestTickingIgnoresOneTickerJobsPauseWhenTwoTakeTurns: with two ticker
+// jobs (pg_cron 1.4 runs them on alternate minutes), one job's 56 s
+// between its runs is the other's turn, not a pause in ticking: the
+// ticking reason does not report it. With one ticker job it does.
+func TestTickingIgnoresOneTickerJobsPauseWhenTwoTakeTurns(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 13, 0, 30, 0, time.UTC)
+	job := func(name, sched string) JobRow {
+		return JobRow{CronJob: pgstats.CronJob{Name: name, Schedule: sched, Command: "CALL pgque.ticker_loop()", Active: true,
+			LastFinishedStatus: "succeeded", LargestGap: ptr(56.5), LargestGapAt: ptr(now.Add(-2 * time.Minute))}, Verdict: ok("fine")}
+	}
+	for _, tc := range []struct {
+		jobs      []JobRow
+		wantPause bool
+	}{
+		{[]JobRow{job("pgque_ticker@db", "*/2 * * * *"), job("pgque_ticker_2@db", "1-59/2 * * * *")}, false},
+		{[]JobRow{job("pgque_ticker@db", "* * * * *")}, true},
+	} {
+		r := &Report{Session: &pgstats.SessionInfo{Database: "db", Now: now}}
+		r.Cron.Jobs = tc.jobs
+		(&Collector{}).judgeTicking(r)
+		if got := strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticker runs"); got != tc.wantPause {
+			t.Errorf("%d ticker job(s): reason %q; want the pause between one job's runs reported: %v", len(tc.jobs), r.Cron.Ticking.Reason, tc.wantPause)
+		}
+	}
+}

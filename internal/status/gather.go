@@ -559,10 +559,13 @@ func (c *Collector) judgeTicking(r *Report) {
 	leader := grantedHolder(cs.Daemon)
 	loop := grantedHolder(cs.Loop)
 	var ticker *JobRow
+	tickerJobs := 0
 	for i := range cs.Jobs {
 		if isTickerJob(cs.Jobs[i].CronJob) {
-			ticker = &cs.Jobs[i]
-			break
+			if ticker == nil {
+				ticker = &cs.Jobs[i]
+			}
+			tickerJobs++
 		}
 	}
 	needTicks := 0
@@ -633,7 +636,11 @@ func (c *Collector) judgeTicking(r *Report) {
 		}
 		v = worse(v, Verdict{Level: lvl, Reason: reason + " (" + v.Reason + ")"})
 	}
-	if ticker != nil && ticker.LargestGap != nil && *ticker.LargestGap >= 1 {
+	// One job's pause between its runs is a pause in ticking only when it
+	// is the only ticker job: with two (pgque_ticker and pgque_ticker_2,
+	// taking turns - alternate minutes on pg_cron 1.4) the other's run
+	// ticks meanwhile; the pause between ticks below says what happened.
+	if ticker != nil && tickerJobs == 1 && ticker.LargestGap != nil && *ticker.LargestGap >= 1 {
 		cs.LargestGap, cs.LargestGapAt = ticker.LargestGap, ticker.LargestGapAt
 		v.Reason += fmt.Sprintf("; longest pause between ticker runs in the last %s: %s (from %s)",
 			dur(r.Thresholds.CronWindow.Seconds()), dur(*ticker.LargestGap), ticker.LargestGapAt.UTC().Format(time.RFC3339))

@@ -36,7 +36,8 @@ INSERT INTO pgque.settings (name, value, description) VALUES
     ('notify_max_queue_usage', '0.001', 'NOTIFY is skipped while pg_notification_queue_usage() is above this share (a stalled listener); consumers still poll'),
     ('cron_run_retention', '1 day', 'age after which pgque''s rows in cron.job_run_details are purged'),
     ('ticker_loop_enabled', 'true', 'false makes a running ticker_loop() end within one round (set by pgque.stop(), cleared by pgque.start() and pgquectl tick)'),
-    ('ticker_debug_round_ms', '0', 'ticker_loop() LOGs every round slower than this many ms with its phase timings; 0: off')
+    ('ticker_debug_round_ms', '0', 'ticker_loop() LOGs every round slower than this many ms with its phase timings; 0: off'),
+    ('ticker_maint_ms', '0', 'ticker_loop() runs pgque.maint() this often (ms) between its rounds while it holds the loop lock; 0: never (pg_cron jobs do it). pgque.set_cron_version sets 10000 on pg_cron < 1.5, whose per-minute maintenance jobs would all start at the minute boundary, and 0 on >= 1.5')
 ON CONFLICT (name) DO NOTHING;
 
 -- Queues.

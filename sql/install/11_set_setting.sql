@@ -30,6 +30,7 @@ BEGIN
             WHEN 'cron_run_retention' THEN '1 day'
             WHEN 'ticker_loop_enabled' THEN 'true'
             WHEN 'ticker_debug_round_ms' THEN '0'
+            WHEN 'ticker_maint_ms' THEN '0'
         END;
     ELSE
         BEGIN
@@ -56,6 +57,8 @@ BEGIN
                     v_value := v_value::boolean::text;
                 WHEN 'ticker_debug_round_ms' THEN
                     IF v_value::int NOT BETWEEN 0 AND 600000 THEN RAISE EXCEPTION 'out of range'; END IF;
+                WHEN 'ticker_maint_ms' THEN
+                    IF v_value::int NOT BETWEEN 0 AND 3600000 THEN RAISE EXCEPTION 'out of range'; END IF;
             END CASE;
         EXCEPTION WHEN OTHERS THEN
             RAISE EXCEPTION 'pgque: invalid value "%" for setting "%": %', v_value, i_name, SQLERRM

@@ -1,11 +1,17 @@
 -- pgque.cron_jobs(i_cron_version): the pg_cron jobs this engine wants, for a
--- pg_cron version ('1.4.2', '1.6.4', ...). On >= 1.5 two jobs run
--- ticker_loop() on '1 seconds': one ticks while the other's run waits on the
--- loop lock to take over the moment the first ends (see ticker_loop), and
--- pg_cron restarts a job within a second of its run ending. Older versions
--- have minute schedules only: one ticker job in minute slots, whose next run
--- pg_cron queues and starts as soon as the running one returns. Job names
--- are those of cron_job_names() (the one list of names that are ours).
+-- pg_cron version ('1.4.2', '1.6.4', ...). Two jobs run ticker_loop(): one
+-- ticks while the other's run waits on the loop lock to take over the
+-- moment the first ends, warmed up (see ticker_loop). On >= 1.5 both on
+-- '1 seconds' (pg_cron restarts a job within a second of its run ending),
+-- with the maintenance jobs on second schedules beside them. Older
+-- versions have minute schedules only: the two ticker jobs alternate
+-- minutes ('*/2' and '1-59/2'), so that each minute one run starts, stands
+-- by and takes over 1.5 s past the minute from the run of the minute
+-- before; and no maintenance jobs - they would all start a backend at the
+-- same minute boundary, beside the handover - because ticker_loop() runs
+-- pgque.maint() between its rounds (ticker_maint_ms, set_cron_version).
+-- Job names are those of cron_job_names() (the one list of names that are
+-- ours).
 -- run_in_cron_db: the job's command belongs to the cron database (the purge
 -- of pgque's cron.job_run_details rows, by exact job name), not to the
 -- engine's.
@@ -26,21 +32,19 @@ BEGIN
     v_seconds := (regexp_match(i_cron_version, '^(\d+)\.(\d+)'))::int[] >= ARRAY[1, 5];
     RETURN QUERY
     SELECT j.* FROM (VALUES
-        ('pgque_ticker' || v_suffix, CASE WHEN v_seconds THEN '1 seconds' ELSE '* * * * *' END,
+        ('pgque_ticker' || v_suffix, CASE WHEN v_seconds THEN '1 seconds' ELSE '*/2 * * * *' END,
          'CALL pgque.ticker_loop()', false),
-        ('pgque_ticker_2' || v_suffix, '1 seconds', 'CALL pgque.ticker_loop()', false),
-        ('pgque_maint' || v_suffix, CASE WHEN v_seconds THEN '10 seconds' ELSE '* * * * *' END,
-         'SELECT pgque.maint()', false),
-        ('pgque_retry' || v_suffix, CASE WHEN v_seconds THEN '5 seconds' ELSE '* * * * *' END,
-         'CALL pgque.drain_retry_events()', false),
-        ('pgque_rotate_step2' || v_suffix, CASE WHEN v_seconds THEN '10 seconds' ELSE '* * * * *' END,
-         'SELECT pgque.maint_rotate_tables_step2()', false),
-        ('pgque_rotate_meta' || v_suffix, CASE WHEN v_seconds THEN '5 seconds' ELSE '* * * * *' END,
-         'SELECT pgque.rotate_metadata()', false),
+        ('pgque_ticker_2' || v_suffix, CASE WHEN v_seconds THEN '1 seconds' ELSE '1-59/2 * * * *' END,
+         'CALL pgque.ticker_loop()', false),
+        ('pgque_maint' || v_suffix, '10 seconds', 'SELECT pgque.maint()', false),
+        ('pgque_retry' || v_suffix, '5 seconds', 'CALL pgque.drain_retry_events()', false),
+        ('pgque_rotate_step2' || v_suffix, '10 seconds', 'SELECT pgque.maint_rotate_tables_step2()', false),
+        ('pgque_rotate_meta' || v_suffix, '5 seconds', 'SELECT pgque.rotate_metadata()', false),
         ('pgque_cron_purge' || v_suffix, '17 * * * *',
          format('DELETE FROM cron.job_run_details d USING cron.job j WHERE d.jobid = j.jobid AND j.jobname::text = ANY (%L::text[]) AND d.end_time < now() - %L::interval',
                 pgque.cron_job_names(), coalesce(pgque.get_setting('cron_run_retention'), '1 day')),
          true)) AS j (jobname, schedule, command, run_in_cron_db)
-     WHERE v_seconds OR j.jobname <> 'pgque_ticker_2' || v_suffix;
+     WHERE v_seconds
+        OR j.jobname IN ('pgque_ticker' || v_suffix, 'pgque_ticker_2' || v_suffix, 'pgque_cron_purge' || v_suffix);
 END;
 $$;

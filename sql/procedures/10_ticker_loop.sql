@@ -5,7 +5,12 @@
 -- classic thresholds, ticker_classic_loop_ms). Every 100 ms it also rotates
 -- the tick/subscription tables, every second it confirms event-table switches
 -- (step 2); each in its own transaction (first 100 ms / 1 s into a run,
--- so the first round after a handover only ticks).
+-- so the first round after a handover only ticks). With ticker_maint_ms >
+-- 0 (pg_cron 1.4, set_cron_version: no maintenance jobs there) it also
+-- runs pgque.maint() that often, the first time 5 s into its hold (away
+-- from the handover and the minute boundary), in its own transaction with
+-- a 100 ms lock_timeout (maint() skips what is busy; a failure is a
+-- WARNING and the loop goes on).
 -- Liveness: a run ticks only while it holds the session advisory lock
 -- (1885827445, 5) (internal/locks.TickerLoop), from before its first round
 -- until it returns; it unlocks explicitly on its way out. A run that finds
@@ -20,11 +25,11 @@
 -- by sees the lock held.
 -- Slot and handover: a run that holds the lock ticks to the end of its slot
 -- (ticker_slot_seconds, epoch-aligned) plus ticker_overrun_ms (at most half a
--- slot). pg_cron 1.4 (minute slots, one job): the overrun makes the run end
--- after pg_cron has queued the next one, which 1.4 starts as soon as this one
--- returns. pg_cron >= 1.5 (two jobs on '1 seconds', cron_jobs): the other
--- job's run is already waiting on the lock, so the handover costs the lock
--- hand-off (milliseconds), not a pg_cron start; with slots of 10 s or more
+-- slot). Two pg_cron jobs run it (cron_jobs): on pg_cron 1.4 they alternate
+-- minutes, so the run started at the minute stands by (and warms up) for
+-- the overrun; on >= 1.5 ('1 seconds') the other job's run is already
+-- waiting. Either way the handover costs the lock hand-off (milliseconds),
+-- not a pg_cron start of a cold backend; with slots of 10 s or more
 -- the run that handed over lingers 2 s (holding nothing) before it returns,
 -- so that pg_cron's next start of its job - a new backend - does not compete
 -- with the new holder's first rounds.
@@ -34,8 +39,11 @@
 -- Diagnostics: ticker_debug_round_ms > 0 RAISEs LOG for every round slower
 -- than that (from its planned start to the end of its work) with the sleep
 -- overshoot and the time in ticker(), its COMMIT, rotate_metadata() and step
--- 2; queues skipped on a lock timeout are LOGged by ticker() itself. Off
--- (0, the default) it costs one integer comparison a round.
+-- 2; queues skipped on a lock timeout are LOGged by ticker() itself; and
+-- every 10 s a summary of all rounds since the last one (count, mean sleep
+-- overshoot, mean time in ticker() and in its COMMIT): where the time of an
+-- ordinary round goes, the loop's share of the delivery latency. Off (0,
+-- the default) it costs one integer comparison a round.
 -- Security: runs with the pg_cron job owner's rights (a superuser), SECURITY
 -- INVOKER and without a SET clause (PostgreSQL forbids COMMIT otherwise): it
 -- first pins the session's search_path to 'pg_catalog, pgque, pg_temp' and
@@ -48,8 +56,8 @@
 -- flushes it too (docs/engine.md, "Asynchronous commit of ticks").
 -- Must be called as exactly "CALL pgque.ticker_loop()" outside a transaction
 -- block. Locks: the advisory lock above; others as ticker() and
--- rotate_metadata(). Writes: as ticker(), rotate_metadata() and
--- maint_rotate_tables_step2(). Called by: pg_cron.
+-- rotate_metadata() (and maint()). Writes: as ticker(), rotate_metadata(),
+-- maint_rotate_tables_step2() and (ticker_maint_ms > 0) maint(). Called by: pg_cron.
 CREATE OR REPLACE PROCEDURE pgque.ticker_loop()
 LANGUAGE plpgsql
 AS $$
@@ -73,6 +81,8 @@ DECLARE
     v_next_cfg  pg_catalog.timestamptz;
     v_next_meta pg_catalog.timestamptz;
     v_next_sw   pg_catalog.timestamptz;
+    v_maint_ms  pg_catalog.int4 := 0;
+    v_next_mnt  pg_catalog.timestamptz;
     -- Diagnostics (ticker_debug_round_ms): when the round was planned to
     -- start, and the end of each phase.
     v_planned   pg_catalog.timestamptz;
@@ -82,6 +92,12 @@ DECLARE
     v_t_meta    pg_catalog.timestamptz;
     v_ticks     pg_catalog.int8;
     v_meta      pg_catalog.int4;
+    -- The 10 s summary (ticker_debug_round_ms): rounds and summed ms.
+    v_n_rounds  pg_catalog.int4 := 0;
+    v_s_over    pg_catalog.float8 := 0;
+    v_s_tick    pg_catalog.float8 := 0;
+    v_s_commit  pg_catalog.float8 := 0;
+    v_next_sum  pg_catalog.timestamptz;
 BEGIN
     -- First of all: no name below may resolve through a schema the caller
     -- (or a database default) put on the path.
@@ -190,7 +206,9 @@ BEGIN
     v_next_cfg := v_now;
     v_next_meta := v_now OPERATOR(pg_catalog.+) interval '100 milliseconds';
     v_next_sw := v_now OPERATOR(pg_catalog.+) interval '1 second';
+    v_next_mnt := v_now OPERATOR(pg_catalog.+) interval '5 seconds';
     v_planned := v_now;
+    v_next_sum := v_now OPERATOR(pg_catalog.+) interval '10 seconds';
     LOOP
         v_t_round := pg_catalog.clock_timestamp();
         IF v_t_round OPERATOR(pg_catalog.>=) v_next_cfg THEN
@@ -201,6 +219,7 @@ BEGIN
                     SELECT q.queue_tick_period_ms FROM pgque.queue q
                      WHERE NOT q.queue_external_ticker AND NOT q.queue_ticker_paused) s;
             v_debug := coalesce(pgque.get_setting('ticker_debug_round_ms')::pg_catalog.int4, 0);
+            v_maint_ms := coalesce(pgque.get_setting('ticker_maint_ms')::pg_catalog.int4, 0);
             v_next_cfg := v_t_round OPERATOR(pg_catalog.+) interval '1 second';
         END IF;
         -- Stopped (pgque.stop(), pgquectl tick --off): end now.
@@ -243,12 +262,26 @@ BEGIN
             COMMIT;
             v_next_sw := pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) interval '1 second';
         END IF;
+        -- pg_cron 1.4: the maintenance its per-minute jobs would do, here
+        -- between rounds instead of in new backends at the minute boundary.
+        IF v_maint_ms OPERATOR(pg_catalog.>) 0
+           AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_next_mnt THEN
+            BEGIN
+                PERFORM pg_catalog.set_config('lock_timeout', '100ms', true);
+                PERFORM pgque.maint();
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'pgque: maint() failed: % (%)', SQLERRM, SQLSTATE;
+            END;
+            COMMIT;
+            v_next_mnt := pg_catalog.clock_timestamp()
+                          OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => v_maint_ms OPERATOR(pg_catalog./) 1000.0);
+        END IF;
 
         v_now := pg_catalog.clock_timestamp();
         IF v_debug OPERATOR(pg_catalog.>) 0
            AND v_now OPERATOR(pg_catalog.-) v_planned
                OPERATOR(pg_catalog.>) pg_catalog.make_interval(secs => v_debug OPERATOR(pg_catalog./) 1000.0) THEN
-            RAISE LOG 'pgque: ticker_loop round took % ms (over ticker_debug_round_ms=%): sleep overshoot % ms, ticker() % ms (% ticks), commit % ms, rotate_metadata() % ms (%), step2 % ms',
+            RAISE LOG 'pgque: ticker_loop round took % ms (over ticker_debug_round_ms=%): sleep overshoot % ms, ticker() % ms (% ticks), commit % ms, rotate_metadata() % ms (%), step2 and maint() % ms',
                 pg_catalog.round((EXTRACT(epoch FROM v_now OPERATOR(pg_catalog.-) v_planned) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
                 v_debug,
                 pg_catalog.round((EXTRACT(epoch FROM v_t_round OPERATOR(pg_catalog.-) v_planned) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
@@ -258,6 +291,24 @@ BEGIN
                 pg_catalog.round((EXTRACT(epoch FROM v_t_meta OPERATOR(pg_catalog.-) v_t_commit) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
                 coalesce(v_meta::pg_catalog.text, 'not due'),
                 pg_catalog.round((EXTRACT(epoch FROM v_now OPERATOR(pg_catalog.-) v_t_meta) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1);
+        END IF;
+        IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+            v_n_rounds := v_n_rounds OPERATOR(pg_catalog.+) 1;
+            v_s_over := v_s_over OPERATOR(pg_catalog.+) EXTRACT(epoch FROM v_t_round OPERATOR(pg_catalog.-) v_planned)::pg_catalog.float8;
+            v_s_tick := v_s_tick OPERATOR(pg_catalog.+) EXTRACT(epoch FROM v_t_ticker OPERATOR(pg_catalog.-) v_t_round)::pg_catalog.float8;
+            v_s_commit := v_s_commit OPERATOR(pg_catalog.+) EXTRACT(epoch FROM v_t_commit OPERATOR(pg_catalog.-) v_t_ticker)::pg_catalog.float8;
+            IF v_now OPERATOR(pg_catalog.>=) v_next_sum THEN
+                RAISE LOG 'pgque: ticker_loop rounds: % in the last 10 s (period % ms): mean sleep overshoot % ms, ticker() % ms, commit % ms',
+                    v_n_rounds, v_period,
+                    pg_catalog.round((v_s_over OPERATOR(pg_catalog./) v_n_rounds OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 2),
+                    pg_catalog.round((v_s_tick OPERATOR(pg_catalog./) v_n_rounds OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 2),
+                    pg_catalog.round((v_s_commit OPERATOR(pg_catalog./) v_n_rounds OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 2);
+                v_n_rounds := 0;
+                v_s_over := 0;
+                v_s_tick := 0;
+                v_s_commit := 0;
+                v_next_sum := v_now OPERATOR(pg_catalog.+) interval '10 seconds';
+            END IF;
         END IF;
         v_ticks := NULL;
 
@@ -285,13 +336,12 @@ BEGIN
     -- job - a new backend, its start-up and its warm-up - does not compete
     -- with the new holder's first rounds. Holds nothing meanwhile (100 ms
     -- steps, each its own transaction). Not with short slots: the next run
-    -- must be waiting before the next slot ends. Not on pg_cron 1.4 (one
-    -- job, nobody waiting): its queued run must start at once.
+    -- must be waiting before the next slot ends. Not when nobody took over
+    -- (a lone run, a manual CALL): return at once.
     IF v_slot OPERATOR(pg_catalog.>=) 10 THEN
         -- A run waiting on the lock has it by now (the lock manager grants
-        -- it on the unlock); one look, so that on pg_cron 1.4 (nobody
-        -- waits: the queued run starts only when this one returns) the
-        -- handover is not delayed.
+        -- it on the unlock); one look, so that a run nobody took over from
+        -- returns at once.
         SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 INTO v_handed
           FROM pg_catalog.pg_locks l
          WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
