@@ -553,9 +553,7 @@ func (r *runner) wildcardCell(ctx context.Context, c *Cell, base, queue string) 
 	c.PopsPerSec = float64(c.Pops) / elapsed.Seconds()
 	c.PopRequest = summarize(st.popMs)
 	c.Errors = st.errors.Load() + perrs.Load()
-	if s := c.Statements["pop"]; s != nil && c.Pops > 0 {
-		c.PGPopMsPerPop = round3(s.TotalMs / float64(c.Pops))
-	}
+	setPGPopCost(c)
 	return nil
 }
 
@@ -635,9 +633,27 @@ func (r *runner) consumersCell(ctx context.Context, c *Cell, base, queue string)
 	c.PopsPerSec = float64(c.PopsWithMsg) / elapsed.Seconds()
 	c.PopRequest = summarize(st.popMs)
 	c.Errors = st.errors.Load() + perrs.Load()
-	if s := c.Statements["pop"]; s != nil && c.Pops > 0 {
-		c.PGPopMsPerPop = round3(s.TotalMs / float64(c.Pops))
-	}
+	setPGPopCost(c)
 	c.Notes = append(c.Notes, fmt.Sprintf("backlog %d messages at the start, %d msg/s pushed meanwhile; pops/s counts pops that returned messages", p.ManyBacklog, p.ManyRate))
 	return nil
+}
+
+// setPGPopCost sets the PostgreSQL time per HTTP pop: the pop statements
+// plus the hot-list's reseed scans (a cost of serving pops too), and the
+// reseeds' share apart.
+func setPGPopCost(c *Cell) {
+	if c.Pops == 0 {
+		return
+	}
+	var pop, reseed float64
+	if s := c.Statements["pop"]; s != nil {
+		pop = s.TotalMs
+	}
+	if s := c.Statements["reseed"]; s != nil {
+		reseed = s.TotalMs
+	}
+	if pop+reseed > 0 {
+		c.PGPopMsPerPop = round3((pop + reseed) / float64(c.Pops))
+		c.PGReseedMsPerPop = round3(reseed / float64(c.Pops))
+	}
 }

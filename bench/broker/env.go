@@ -379,7 +379,8 @@ var statementClasses = []struct {
 	name string
 	re   *regexp.Regexp
 }{
-	{"pop", regexp.MustCompile(`pgque\.(pop_any|pop_list|pop_partition|pop_by_label|group_reseed)\s*\(`)},
+	{"pop", regexp.MustCompile(`pgque\.(pop_any|pop_list|pop_partition|pop_by_label)\s*\(`)},
+	{"reseed", regexp.MustCompile(`pgque\.group_reseed\s*\(`)},
 	{"ack", regexp.MustCompile(`pgque\.group_ack\s*\(`)},
 	{"push", regexp.MustCompile(`pgque\.push\s*\(`)},
 	{"broker_tick", regexp.MustCompile(`pgque\.broker_tick\s*\(`)},

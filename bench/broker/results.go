@@ -102,8 +102,11 @@ type Cell struct {
 	Statements     map[string]*StmtStats `json:"statements,omitempty"`
 	// PGPopMsPerPop is pg_stat_statements' time of the pop statements
 	// (pop_any, pop_list, group_reseed, ...) over the HTTP pops served.
-	PGPopMsPerPop float64  `json:"pg_pop_ms_per_pop,omitempty"`
-	Notes         []string `json:"notes,omitempty"`
+	PGPopMsPerPop float64 `json:"pg_pop_ms_per_pop,omitempty"`
+	// PGReseedMsPerPop is the part of PGPopMsPerPop spent in the hot-list's
+	// reseed scans (group_reseed).
+	PGReseedMsPerPop float64  `json:"pg_reseed_ms_per_pop,omitempty"`
+	Notes            []string `json:"notes,omitempty"`
 }
 
 // Target is one goal with its verdict.
