@@ -13,8 +13,9 @@
 -- plus lo's in-progress xids, one (ev_partition, ev_txid) probe each (none
 -- when lo had none), so a held xmin does not widen it.
 -- Columns: ev_id, ev_time, ev_txid, ev_data, ev_extra1.
--- Returns: text. Locks: none. Called by: pop_list, group_ack,
--- group_advance_idle, group_candidates.
+-- Returns: text. Locks: none. Called by: group_plan_sql (the generated
+-- functions of pop_list, group_ack, group_pending, group_advance_idle),
+-- queue_depth.
 CREATE OR REPLACE FUNCTION pgque.group_range_sql(i_queue_id int, i_tables int[], i_lo text, i_hi text,
                                                  i_pos_txid text, i_pos text, i_end_txid text, i_limit text,
                                                  i_owner text, i_from text)
