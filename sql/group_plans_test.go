@@ -269,3 +269,41 @@ func queryText(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
 	}
 	return s
 }
+
+// TestPopReadsBoundedByBatch: a pop of 1 message from a partition with a
+// backlog of 120 (12,000 events in 100 partitions: the planner's choice
+// depends on the table's size) reads a handful of events, not the backlog. The range
+// read's in-progress-xid branch (group_range_sql) once let the planner scan
+// the partition's every event and join the xids to them (twice per pop:
+// the open and the next range) - even with no xid in progress.
+func TestPopReadsBoundedByBatch(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('rb'::text, ARRAY[12000]), ARRAY(SELECT 'p' || (g % 100) FROM generate_series(0, 11999) g),
+	          array_fill('{"n":1}'::jsonb, ARRAY[12000]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('rb')`)
+	// subscribe (mode all) and take one message: the cursor's open range now has a backlog
+	e.exec(`SELECT count(*) FROM pgque.pop_list('rb', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p0'), 1, 1, NULL, true, 'all')`)
+	tx, err := e.conn.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var got int64
+	if err := tx.QueryRow(ctxT(t), `SELECT count(*) FROM pgque.pop_list('rb', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p0'), 1, 1, NULL, true)
+	                                 WHERE message_id IS NOT NULL`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != 1 {
+		t.Fatalf("popped %d messages, want 1", got)
+	}
+	var read int64
+	if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
+	    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&read); err != nil {
+		t.Fatal(err)
+	}
+	// Open range: at most batch + 1 = 2 events per event table; the next
+	// range is read the same way: 8 at most.
+	if read > 8 {
+		t.Errorf("a pop of 1 message read %d events (its partition holds 120), want at most 8", read)
+	}
+}
