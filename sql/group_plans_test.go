@@ -288,6 +288,18 @@ func TestPopReadsBoundedByBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
+	eventReads := func() int64 {
+		t.Helper()
+		var n int64
+		if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
+		    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// (a delta inside the transaction: PostgreSQL 15's pg_stat_xact_* also
+	// show earlier transactions' counts not yet flushed)
+	base := eventReads()
 	var got int64
 	if err := tx.QueryRow(ctxT(t), `SELECT count(*) FROM pgque.pop_list('rb', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p0'), 1, 1, NULL, true)
 	                                 WHERE message_id IS NOT NULL`).Scan(&got); err != nil {
@@ -296,14 +308,63 @@ func TestPopReadsBoundedByBatch(t *testing.T) {
 	if got != 1 {
 		t.Fatalf("popped %d messages, want 1", got)
 	}
-	var read int64
-	if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
-	    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&read); err != nil {
-		t.Fatal(err)
-	}
+	read := eventReads() - base
 	// Open range: at most batch + 1 = 2 events per event table; the next
 	// range is read the same way: 8 at most.
 	if read > 8 {
 		t.Errorf("a pop of 1 message read %d events (its partition holds 120), want at most 8", read)
+	}
+}
+
+// TestPopAckCursorReadsBoundedByItems: a pop over 2 candidates and an ack
+// of 1 message read the cursor rows of the partitions they name, not
+// every cursor of the group (300 here): the cursor lookups are keyed by
+// (queue, group, partition) whatever the planner's row estimates.
+func TestPopAckCursorReadsBoundedByItems(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('cr'::text, ARRAY[600]), ARRAY(SELECT 'p' || (g % 300) FROM generate_series(0, 599) g),
+	          array_fill('{"n":1}'::jsonb, ARRAY[600]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('cr')`)
+	// the group's 300 cursors, seeded
+	e.exec(`SELECT count(*) FROM pgque.pop_list('cr', 'g', ARRAY(SELECT part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
+	                                                             WHERE q.queue_name = 'cr' AND p.part_name ~ '^p'), 1, 1, NULL, true, 'all')`)
+	if n := e.int64(`SELECT count(*) FROM pgque.group_cursor`); n != 300 {
+		t.Fatalf("%d cursors, want 300 (the premise: the group has a cursor per partition)", n)
+	}
+	cursorReads := func(tx pgx.Tx) int64 {
+		t.Helper()
+		var n int64
+		if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
+		    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^group_cursor'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tx, err := e.conn.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	// (deltas inside the transaction: PostgreSQL 15's pg_stat_xact_* also
+	// show earlier transactions' counts not yet flushed)
+	base := cursorReads(tx)
+	var txn string
+	var part, lease [16]byte
+	if err := tx.QueryRow(ctxT(t), `SELECT transaction_id, partition_uuid, lease_id
+	    FROM pgque.pop_list('cr', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name IN ('p7', 'p8') ORDER BY part_id), 1, 1)
+	   WHERE message_id IS NOT NULL`).Scan(&txn, &part, &lease); err != nil {
+		t.Fatal(err)
+	}
+	popReads := cursorReads(tx) - base
+	var ok bool
+	if err := tx.QueryRow(ctxT(t), `SELECT success FROM pgque.group_ack('g', ARRAY[$1], ARRAY[$2::uuid], NULL, ARRAY[$3::uuid], NULL)`,
+		txn, part, lease).Scan(&ok); err != nil || !ok {
+		t.Fatalf("ack: %v %v", ok, err)
+	}
+	ackReads := cursorReads(tx) - popReads - base
+	// pop: 2 candidates, each cursor row read by a few lookups (seed check,
+	// cur, l, the UPDATE); ack: 1 cursor (lock, batch read, apply, UPDATE).
+	if popReads > 20 || ackReads > 10 {
+		t.Errorf("cursor rows read: pop %d (want at most 20), ack %d (want at most 10); the group has 300", popReads, ackReads)
 	}
 }

@@ -82,13 +82,15 @@ BEGIN
     END IF;
     SELECT grp_id INTO v_group FROM pgque.broker_group WHERE grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__');
     -- Lock every cursor of the batch at once, in key order (no deadlock
-    -- between two batches naming the same cursors in other orders).
-    PERFORM 1 FROM pgque.group_cursor gc
-     WHERE gc.gc_group = v_group
-       AND (gc.gc_queue, gc.gc_partition) IN (SELECT p.part_queue, p.part_id FROM pgque.partition p
-                                               WHERE p.part_uuid = ANY (i_partition_ids))
-     ORDER BY gc.gc_queue, gc.gc_partition
-       FOR UPDATE;
+    -- between two batches naming the same cursors in other orders): the
+    -- items' (queue, partition) keys sorted, each cursor probed by its key
+    -- in that order (never a scan of the group's every cursor).
+    PERFORM 1
+       FROM (SELECT DISTINCT p.part_queue, p.part_id FROM pgque.partition p
+              WHERE p.part_uuid = ANY (i_partition_ids) ORDER BY p.part_queue, p.part_id OFFSET 0) k
+      CROSS JOIN LATERAL (SELECT 1 FROM pgque.group_cursor gc
+                           WHERE gc.gc_queue = k.part_queue AND gc.gc_group = v_group AND gc.gc_partition = k.part_id
+                             FOR UPDATE) c;
     FOR v_queue IN SELECT q.* FROM pgque.queue q
                     WHERE q.queue_id IN (SELECT p.part_queue FROM pgque.partition p WHERE p.part_uuid = ANY (i_partition_ids))
                     ORDER BY q.queue_id LOOP

@@ -13,7 +13,9 @@
 -- (the PL/pgSQL body). Kinds: pop_list (pop_list's claim statement),
 -- group_ack (group_ack's read of the leased batches), group_ack_below (its
 -- read below the position), group_pending (group_pending's probe),
--- group_advance_idle (its UPDATE; returns the rows updated).
+-- group_advance_idle (its UPDATE; returns the rows updated). Cursor rows
+-- are looked up per named partition (a LATERAL probe of (queue, group,
+-- partition) each), never by scanning the group's cursors.
 -- Locks: none. Writes: nothing. Called by: group_plans.
 CREATE OR REPLACE FUNCTION pgque.group_plan_sql(i_queue_id int, i_tables int[])
 RETURNS TABLE (fn_kind text, fn_args text, fn_result text, fn_volatility text, fn_body text)
@@ -31,14 +33,18 @@ BEGIN
         WITH cand AS (
             SELECT c.pid, min(c.ord) AS ord FROM unnest($3::int[]) WITH ORDINALITY c(pid, ord) GROUP BY c.pid
         ), cur AS (
-            SELECT gc.gc_partition, gc.gc_lease, gc.gc_lease_until FROM pgque.group_cursor gc
-             WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = ANY ($3)
+            SELECT gc.gc_partition, gc.gc_lease, gc.gc_lease_until
+              FROM cand c CROSS JOIN LATERAL (
+                   SELECT gc.* FROM pgque.group_cursor gc
+                    WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = c.pid OFFSET 0) gc
         ), l AS (
             SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
-              FROM pgque.group_cursor gc
-             WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = ANY ($3)
-               AND (gc.gc_lease IS NULL OR gc.gc_lease_until <= now())
-               FOR UPDATE SKIP LOCKED
+              FROM cand c CROSS JOIN LATERAL (
+                   SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
+                     FROM pgque.group_cursor gc
+                    WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = c.pid
+                      AND (gc.gc_lease IS NULL OR gc.gc_lease_until <= now())
+                      FOR UPDATE SKIP LOCKED) gc
         ), ev AS (
             SELECT l.gc_partition AS pid, true AS in_cur, a.* FROM l CROSS JOIN LATERAL (%1$s) a
             UNION ALL
@@ -76,6 +82,10 @@ BEGIN
         ), last AS (
             SELECT DISTINCT ON (s.pid) s.pid, s.ev_txid, s.ev_id FROM served s ORDER BY s.pid, s.ev_txid DESC, s.ev_id DESC
         ), upd AS (
+            -- (joined through l, whose partitions are the rows locked: the
+            -- planner then probes (queue, group, partition); by takes alone
+            -- it scanned the group's every cursor - group_cursor is never
+            -- analyzed, so (queue, group) looks like one row)
             UPDATE pgque.group_cursor gc
                SET gc_lo = CASE WHEN t.any_cur THEN gc.gc_lo ELSE gc.gc_hi END,
                    gc_hi = CASE WHEN t.any_cur THEN gc.gc_hi ELSE $8 END,
@@ -90,8 +100,8 @@ BEGIN
                    gc_fail_ev = CASE WHEN t.any_cur AND NOT $6 THEN gc.gc_fail_ev END,
                    gc_fails = CASE WHEN t.any_cur AND NOT $6 THEN gc.gc_fails ELSE 0 END,
                    gc_active = now()
-              FROM takes t JOIN last lt ON lt.pid = t.pid
-             WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = t.pid
+              FROM takes t JOIN last lt ON lt.pid = t.pid JOIN l lk ON lk.gc_partition = t.pid
+             WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = lk.gc_partition
             RETURNING gc.gc_partition, gc.gc_attempts, gc.gc_lease_until
         ), spent AS (
             SELECT coalesce((SELECT count(*) >= $5 OR sum(n) >= $4 FROM takes), false) AS spent,
@@ -154,11 +164,12 @@ BEGIN
     fn_volatility := 'VOLATILE';
     fn_body := 'BEGIN RETURN QUERY ' || format($sql$
         WITH l AS MATERIALIZED (
-            SELECT gc.* FROM pgque.group_cursor gc
-             WHERE gc.gc_queue = $3 AND gc.gc_group = $4
-               AND gc.gc_partition IN (SELECT p.part_id FROM pgque.partition p
-                                        WHERE p.part_queue = $3 AND p.part_uuid = ANY ($2))
-               AND gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now()
+            SELECT gc.*
+              FROM (SELECT DISTINCT p.part_id FROM pgque.partition p
+                     WHERE p.part_queue = $3 AND p.part_uuid = ANY ($2)) k
+             CROSS JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
+                                  WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition = k.part_id OFFSET 0) gc
+             WHERE gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now()
         ), ev AS MATERIALIZED (
             SELECT l.gc_partition AS pid, x.ev_id, x.ev_time, x.ev_txid, x.ev_data,
                    coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k,
@@ -191,9 +202,11 @@ BEGIN
               JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = $3
              WHERE u.t IS NOT NULL AND u.e IS NULL
         ), l AS MATERIALIZED (
-            SELECT gc.* FROM pgque.group_cursor gc
-             WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition IN (SELECT it.part_id FROM it)
-               AND gc.gc_pos IS NOT NULL
+            SELECT gc.*
+              FROM (SELECT DISTINCT it.part_id FROM it) k
+             CROSS JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
+                                  WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition = k.part_id OFFSET 0) gc
+             WHERE gc.gc_pos IS NOT NULL
         ), ev AS MATERIALIZED (
             SELECT l.gc_partition AS pid, coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k
               FROM l CROSS JOIN LATERAL (%s) x
