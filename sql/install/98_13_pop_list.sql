@@ -24,6 +24,9 @@
 -- message (verdict NULL) in candidate then event order.
 -- Locks: the candidates' cursor rows (FOR UPDATE SKIP LOCKED), as
 -- group_seed on first contact. Writes: group_cursor (one UPDATE).
+-- The statement runs in the queue's generated function
+-- pgque.pop_list_q<queue>_t<current table> (group_plans, group_plan_sql):
+-- planned once per session, not per call.
 -- Called by: the broker (pop), pop_any, pop_partition, the hot-list.
 CREATE OR REPLACE FUNCTION pgque.pop_list(i_queue text, i_group text, i_partitions int[], i_batch int,
                                           i_max_partitions int DEFAULT 1, i_lease_seconds int DEFAULT NULL,

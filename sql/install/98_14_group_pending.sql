@@ -8,6 +8,8 @@
 -- The cost grows with the number of partitions (one probe each): this is
 -- the SQL candidate scan the hot-list avoids.
 -- Returns: (partition_id, lease_until (live leases only), last_active).
+-- The probe runs in the queue's generated function
+-- pgque.group_pending_q<queue>_t<current table> (group_plans).
 -- Locks: none. Called by: pop_any (wildcard pop), group_reseed.
 CREATE OR REPLACE FUNCTION pgque.group_pending(i_queue_id int, i_group_id int, i_after int, i_limit int,
                                                i_include_leased boolean)

@@ -24,7 +24,10 @@
 -- cursor touched is written by ONE UPDATE. Cost: O(items + leased events).
 -- Locks: the items' cursor rows (FOR UPDATE, waits, in (queue, partition)
 -- order). Writes: group_cursor (one UPDATE per cursor changed),
--- group_dead_letter. Called by: the broker (ack, ack batch, transactions).
+-- group_dead_letter. The two reads run in the queue's generated functions
+-- pgque.group_ack_q<queue>_t<table> / group_ack_below_q<queue>_t<table>
+-- (group_plans): planned once per session, not per call.
+-- Called by: the broker (ack, ack batch, transactions).
 CREATE OR REPLACE FUNCTION pgque.group_ack(i_group text, i_transaction_ids text[], i_partition_ids uuid[],
                                            i_statuses text[], i_lease_ids uuid[], i_errors text[])
 RETURNS TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, noop boolean,

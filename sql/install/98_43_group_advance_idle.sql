@@ -7,7 +7,9 @@
 -- (latest tick, latest tick]. Nothing a group may still read is skipped.
 -- Returns: cursors advanced. Locks: the advanced cursor rows (FOR UPDATE
 -- SKIP LOCKED: a busy cursor is not idle), as group_seed.
--- Writes: group_cursor, group_subscription. Called by: group_rotation_pin.
+-- Writes: group_cursor, group_subscription. The UPDATE runs in the queue's
+-- generated function pgque.group_advance_idle_q<queue>_t<table> (group_plans).
+-- Called by: group_rotation_pin.
 CREATE OR REPLACE FUNCTION pgque.group_advance_idle(i_queue_id int)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
