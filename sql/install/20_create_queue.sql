@@ -2,7 +2,9 @@
 -- tick sequence, 3 insert-only event tables (autovacuum off; indexes on
 -- ev_txid and (ev_partition, ev_txid, ev_id): the broker's per-partition
 -- reads in (ev_txid, ev_id) order stop after LIMIT rows), the Default
--- partition and a first tick.
+-- partition and a first tick, and the queue's generated read functions
+-- (group_plans: the broker's statements over its event tables, planned once
+-- per session).
 -- Names are data: any text of 1..57 bytes without control characters (the
 -- NOTIFY channel pgque_<name> must fit 63 bytes); tables are named by id.
 -- Returns: 1 created, 0 already existed. Locks: queue row (insert).
@@ -54,6 +56,7 @@ BEGIN
     INSERT INTO pgque.partition (part_queue, part_id, part_name) VALUES (v_id, 0, 'Default');
     INSERT INTO pgque.tick (tick_gen, tick_queue, tick_id, tick_snapshot, tick_event_seq)
     VALUES (pgque.tick_gen(now()), v_id, nextval(v_tseq::regclass), pgque.tick_snapshot(), 0);
+    PERFORM pgque.group_plans(v_id, true);
     RETURN 1;
 END;
 $$;

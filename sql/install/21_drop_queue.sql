@@ -2,7 +2,8 @@
 -- Refuses while consumers are subscribed unless x_force.
 -- Returns: 1. Locks: the queue's tick lock, its row, its tables (ACCESS
 -- EXCLUSIVE by DROP). Writes: deletes its ticks, subscriptions, retries,
--- dead letters, partitions, its subscriptions' delivery sequences.
+-- dead letters, partitions, its subscriptions' delivery sequences; drops
+-- its generated read functions (group_plans).
 -- Called by: admins, broker (queue delete).
 CREATE OR REPLACE FUNCTION pgque.drop_queue(x_queue_name text, x_force boolean DEFAULT false)
 RETURNS int
@@ -31,6 +32,7 @@ BEGIN
     END LOOP;
     EXECUTE format('DROP SEQUENCE IF EXISTS %s', v_queue.queue_event_seq);
     EXECUTE format('DROP SEQUENCE IF EXISTS %s', v_queue.queue_tick_seq);
+    PERFORM pgque.group_plans(v_queue.queue_id, false);
     DELETE FROM pgque.queue WHERE queue_id = v_queue.queue_id;
     RETURN 1;
 END;

@@ -11,10 +11,13 @@
 -- comparison and the end_txid bound in the index condition, stopping after
 -- i_limit rows: the rows read are the rows returned, whatever the backlog)
 -- plus lo's in-progress xids, one (ev_partition, ev_txid) probe each (none
--- when lo had none), so a held xmin does not widen it.
+-- when lo had none), so a held xmin does not widen it (OFFSET 0 keeps that
+-- subquery a per-xid probe: flattened, the planner scanned the partition's
+-- every event and joined the xids to them).
 -- Columns: ev_id, ev_time, ev_txid, ev_data, ev_extra1.
--- Returns: text. Locks: none. Called by: pop_list, group_ack,
--- group_advance_idle, group_candidates.
+-- Returns: text. Locks: none. Called by: group_plan_sql (the generated
+-- functions of pop_list, group_ack, group_pending, group_advance_idle),
+-- queue_depth.
 CREATE OR REPLACE FUNCTION pgque.group_range_sql(i_queue_id int, i_tables int[], i_lo text, i_hi text,
                                                  i_pos_txid text, i_pos text, i_end_txid text, i_limit text,
                                                  i_owner text, i_from text)
@@ -38,7 +41,7 @@ BEGIN
         v_parts := v_parts
             || format('(SELECT e.ev_id, e.ev_time, e.ev_txid, e.ev_data, e.ev_extra1 '
                       'FROM pg_snapshot_xip(%s) xip(txid) CROSS JOIN LATERAL (SELECT e.* FROM %s e '
-                      'WHERE e.ev_partition = l.gc_partition AND e.ev_txid = xip.txid %s) e)',
+                      'WHERE e.ev_partition = l.gc_partition AND e.ev_txid = xip.txid %s OFFSET 0) e)',
                       i_lo, pgque.event_table(i_queue_id, v_n), v_common)
             || format('(SELECT e.ev_id, e.ev_time, e.ev_txid, e.ev_data, e.ev_extra1 FROM %s e '
                       'WHERE e.ev_partition = l.gc_partition AND e.ev_txid >= greatest(pg_snapshot_xmax(%s), %s) '

@@ -14,10 +14,13 @@ AS $$
 DECLARE
     v_n int;
 BEGIN
+    -- (OFFSET 0: one (queue, group, partition) probe per listed partition;
+    -- as an anti-join the planner read every cursor of the group, each pop)
     IF NOT EXISTS (SELECT 1 FROM unnest(i_partitions) p
                      JOIN pgque.partition pt ON pt.part_queue = i_queue_id AND pt.part_id = p
                     WHERE NOT EXISTS (SELECT 1 FROM pgque.group_cursor gc
-                                       WHERE gc.gc_queue = i_queue_id AND gc.gc_group = i_group_id AND gc.gc_partition = p)) THEN
+                                       WHERE gc.gc_queue = i_queue_id AND gc.gc_group = i_group_id AND gc.gc_partition = p
+                                      OFFSET 0)) THEN
         RETURN 0;
     END IF;
     PERFORM pg_advisory_xact_lock(1885827450, hashtext(i_queue_id || '/' || i_group_id));

@@ -24,7 +24,10 @@
 -- cursor touched is written by ONE UPDATE. Cost: O(items + leased events).
 -- Locks: the items' cursor rows (FOR UPDATE, waits, in (queue, partition)
 -- order). Writes: group_cursor (one UPDATE per cursor changed),
--- group_dead_letter. Called by: the broker (ack, ack batch, transactions).
+-- group_dead_letter. The two reads run in the queue's generated functions
+-- pgque.group_ack_q<queue>_t<table> / group_ack_below_q<queue>_t<table>
+-- (group_plans): planned once per session, not per call.
+-- Called by: the broker (ack, ack batch, transactions).
 CREATE OR REPLACE FUNCTION pgque.group_ack(i_group text, i_transaction_ids text[], i_partition_ids uuid[],
                                            i_statuses text[], i_lease_ids uuid[], i_errors text[])
 RETURNS TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, noop boolean,
@@ -36,7 +39,7 @@ DECLARE
     v_n       int := coalesce(cardinality(i_transaction_ids), 0);
     v_group   int;
     v_queue   pgque.queue;
-    v_tables  int[];
+    v_suffix  text;
     v_opts    jsonb;
     v_lim     int;
     v_dlqok   boolean;
@@ -82,45 +85,23 @@ BEGIN
     END IF;
     SELECT grp_id INTO v_group FROM pgque.broker_group WHERE grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__');
     -- Lock every cursor of the batch at once, in key order (no deadlock
-    -- between two batches naming the same cursors in other orders).
-    PERFORM 1 FROM pgque.group_cursor gc
-     WHERE gc.gc_group = v_group
-       AND (gc.gc_queue, gc.gc_partition) IN (SELECT p.part_queue, p.part_id FROM pgque.partition p
-                                               WHERE p.part_uuid = ANY (i_partition_ids))
-     ORDER BY gc.gc_queue, gc.gc_partition
-       FOR UPDATE;
+    -- between two batches naming the same cursors in other orders): the
+    -- items' (queue, partition) keys sorted, each cursor probed by its key
+    -- in that order (never a scan of the group's every cursor).
+    PERFORM 1
+       FROM (SELECT DISTINCT p.part_queue, p.part_id FROM pgque.partition p
+              WHERE p.part_uuid = ANY (i_partition_ids) ORDER BY p.part_queue, p.part_id OFFSET 0) k
+      CROSS JOIN LATERAL (SELECT 1 FROM pgque.group_cursor gc
+                           WHERE gc.gc_queue = k.part_queue AND gc.gc_group = v_group AND gc.gc_partition = k.part_id
+                             FOR UPDATE) c;
     FOR v_queue IN SELECT q.* FROM pgque.queue q
                     WHERE q.queue_id IN (SELECT p.part_queue FROM pgque.partition p WHERE p.part_uuid = ANY (i_partition_ids))
                     ORDER BY q.queue_id LOOP
-        v_tables := ARRAY[v_queue.queue_cur_table, (v_queue.queue_cur_table + v_queue.queue_ntables - 1) % v_queue.queue_ntables];
         -- The leased batches: (position, batch end], each event keyed by its
         -- transactionId (else its message id), matched to the items by hash.
-        FOR r IN EXECUTE format($sql$
-            WITH l AS MATERIALIZED (
-                SELECT gc.* FROM pgque.group_cursor gc
-                 WHERE gc.gc_queue = $3 AND gc.gc_group = $4
-                   AND gc.gc_partition IN (SELECT p.part_id FROM pgque.partition p
-                                            WHERE p.part_queue = $3 AND p.part_uuid = ANY ($2))
-                   AND gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now()
-            ), ev AS MATERIALIZED (
-                SELECT l.gc_partition AS pid, x.ev_id, x.ev_time, x.ev_txid, x.ev_data,
-                       coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k,
-                       lag(x.ev_txid) OVER w AS pv_txid, lag(x.ev_id) OVER w AS pv_id
-                  FROM l CROSS JOIN LATERAL (%s) x
-                 WHERE (x.ev_txid, x.ev_id) <= (l.gc_end_txid, l.gc_lease_end)
-                WINDOW w AS (PARTITION BY l.gc_partition ORDER BY x.ev_txid, x.ev_id)
-            ), it AS MATERIALIZED (
-                SELECT u.o::int AS i, u.t AS txn, p.part_id
-                  FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY u(t, pu, o)
-                  JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = $3
-                 WHERE u.t IS NOT NULL
-            )
-            SELECT DISTINCT ON (it.i) it.i, ev.ev_id, ev.ev_time, ev.ev_txid, ev.ev_data, ev.pv_txid, ev.pv_id
-              FROM it JOIN ev ON ev.pid = it.part_id AND ev.k = it.txn
-             ORDER BY it.i, ev.ev_txid, ev.ev_id
-            $sql$,
-            pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos',
-                                  'l.gc_end_txid', NULL, '-l.gc_group', 'l.gc_from'))
+        -- (generated: pgque.group_ack_q<queue>_t<current table>, group_plans)
+        v_suffix := '_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table;
+        FOR r IN EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4)', 'group_ack' || v_suffix)
           USING i_transaction_ids, i_partition_ids, v_queue.queue_id, v_group
         LOOP
             a_ev_id[r.i] := r.ev_id; a_ev_time[r.i] := r.ev_time; a_ev_txid[r.i] := r.ev_txid; a_ev_data[r.i] := r.ev_data;
@@ -131,25 +112,7 @@ BEGIN
         IF EXISTS (SELECT 1 FROM unnest(i_transaction_ids, i_partition_ids, a_ev_id) WITH ORDINALITY u(t, pu, e, o)
                      JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = v_queue.queue_id
                     WHERE u.t IS NOT NULL AND u.e IS NULL) THEN
-            FOR r IN EXECUTE format($sql$
-                WITH it AS MATERIALIZED (
-                    SELECT u.o::int AS i, u.t AS txn, p.part_id
-                      FROM unnest($1::text[], $2::uuid[], $5::bigint[]) WITH ORDINALITY u(t, pu, e, o)
-                      JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = $3
-                     WHERE u.t IS NOT NULL AND u.e IS NULL
-                ), l AS MATERIALIZED (
-                    SELECT gc.* FROM pgque.group_cursor gc
-                     WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition IN (SELECT it.part_id FROM it)
-                       AND gc.gc_pos IS NOT NULL
-                ), ev AS MATERIALIZED (
-                    SELECT l.gc_partition AS pid, coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k
-                      FROM l CROSS JOIN LATERAL (%s) x
-                     WHERE (x.ev_txid, x.ev_id) <= (l.gc_pos_txid, l.gc_pos)
-                )
-                SELECT DISTINCT it.i FROM it JOIN ev ON ev.pid = it.part_id AND ev.k = it.txn
-                $sql$,
-                pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_lo', 'l.gc_hi', NULL, NULL,
-                                      'l.gc_pos_txid', NULL, '-l.gc_group', 'l.gc_from'))
+            FOR r IN EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4, $5)', 'group_ack_below' || v_suffix)
               USING i_transaction_ids, i_partition_ids, v_queue.queue_id, v_group, a_ev_id
             LOOP
                 a_below[r.i] := true;

@@ -1,0 +1,370 @@
+package sql_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgquectl/pgquectl/internal/install"
+)
+
+// planKinds are the statement kinds pgque.group_plan_sql generates a
+// function for, per queue and current event table.
+var planKinds = []string{"pop_list", "group_ack", "group_ack_below", "group_pending", "group_advance_idle"}
+
+// generated lists the generated read functions of queue id (name order).
+func (e *engine) generated(queueID int64) []string {
+	e.t.Helper()
+	rows, err := e.conn.Query(ctxT(e.t), `SELECT p.proname::text FROM pg_proc p
+	  WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ ('_q' || $1::int || '_t[0-9]+$') ORDER BY 1`, queueID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+func wantGenerated(queueID int64) []string {
+	var out []string
+	for _, k := range planKinds {
+		for c := 0; c < 3; c++ {
+			out = append(out, fmt.Sprintf("%s_q%d_t%d", k, queueID, c))
+		}
+	}
+	sort.Strings(out) // ORDER BY proname: type name sorts in C order
+	return out
+}
+
+// TestGroupPlansLifecycle: create_queue generates the queue's read
+// functions (5 kinds x 3 event tables), owned by the engine's owner, not
+// SECURITY DEFINER, pinned search_path and plan cache mode, executable by
+// nobody else (not the pgque roles either); a re-install regenerates them
+// for a queue that lacks them (a queue made by an older engine) and drops
+// strays; drop_queue drops them.
+func TestGroupPlansLifecycle(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('plans')`)
+	id := e.int64(`SELECT queue_id FROM pgque.queue WHERE queue_name = 'plans'`)
+	want := wantGenerated(id)
+	if got := e.generated(id); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after create_queue: generated %v, want %v", got, want)
+	}
+	if n := e.int64(`SELECT count(*) FROM pg_proc p
+	    WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ ('_q' || $1::int || '_t[0-9]+$')
+	      AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
+	      AND p.proowner = (SELECT proowner FROM pg_proc WHERE oid = 'pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz)'::regprocedure)
+	      AND p.proconfig = ARRAY['plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp']
+	      AND p.prosrc NOT LIKE '%EXECUTE%'`, id); n != int64(len(want)) {
+		t.Errorf("%d of %d generated functions are owned by the engine owner, static PL/pgSQL, not SECURITY DEFINER, with the pinned settings", n, len(want))
+	}
+	for _, role := range []string{"public", "pgque_reader", "pgque_writer", "pgque_admin"} {
+		if n := e.int64(`SELECT count(*) FROM pg_proc p
+		    WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ ('_q' || $1::int || '_t[0-9]+$')
+		      AND has_function_privilege($2, p.oid, 'EXECUTE')`, id, role); n != 0 {
+			t.Errorf("%s may execute %d generated functions, want 0", role, n)
+		}
+	}
+	// A reader (the role the broker pops as) cannot call one directly.
+	reader := newRole(t, e.conn, "plr", "IN ROLE pgque_reader")
+	rd := withUser(t, e.dsn, reader)
+	_, err := rd.Exec(ctxT(t), fmt.Sprintf(`SELECT * FROM pgque.pop_list_q%d_t0(%d, 1, ARRAY[0], 10, 1, true, 1, pg_current_snapshot(),
+	    interval '0', interval '0', gen_random_uuid(), interval '1 minute')`, id, id))
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Errorf("reader calling a generated function directly: %v, want permission denied (42501)", err)
+	}
+	// ... but pops through the entry point.
+	if n := queryInt(t, rd, `SELECT count(*) FROM pgque.pop_list('plans', 'g', ARRAY[0], 10)`); n != 1 {
+		t.Errorf("reader's pop_list returned %d rows, want 1 (the verdict)", n)
+	}
+
+	// A queue from an engine without them: its functions missing, and a
+	// stray of a kind no longer generated. The re-install fixes both.
+	e.exec(fmt.Sprintf(`DO $$ DECLARE r record; BEGIN
+	    FOR r IN SELECT p.oid::regprocedure AS f FROM pg_proc p
+	              WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ '_q%d_t[0-9]+$' LOOP
+	        EXECUTE 'DROP FUNCTION ' || r.f;
+	    END LOOP; END $$`, id))
+	e.exec(fmt.Sprintf(`CREATE FUNCTION pgque.old_kind_q%d_t7() RETURNS int LANGUAGE sql AS 'SELECT 1'`, id))
+	if pe := e.sqlErr(`SELECT * FROM pgque.pop_list('plans', 'g', ARRAY[0], 10)`); pe == nil || pe.Code != "42883" {
+		t.Fatalf("pop_list without the generated functions: %v, want undefined_function (the test's premise)", pe)
+	}
+	if _, err := install.Install(ctxT(t), e.conn, install.Options{Reinstall: true}); err != nil {
+		t.Fatalf("re-install: %v", err)
+	}
+	if got := e.generated(id); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after the re-install: generated %v, want %v", got, want)
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.pop_list('plans', 'g', ARRAY[0], 10)`); n != 1 {
+		t.Errorf("pop_list after the re-install returned %d rows, want 1", n)
+	}
+	// Re-installing again changes nothing (idempotent).
+	if _, err := install.Install(ctxT(t), e.conn, install.Options{Reinstall: true}); err != nil {
+		t.Fatalf("second re-install: %v", err)
+	}
+	if got := e.generated(id); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("after a second re-install: generated %v, want %v", got, want)
+	}
+
+	// Another queue's functions are left alone by drop_queue.
+	e.exec(`SELECT pgque.create_queue('plans2')`)
+	id2 := e.int64(`SELECT queue_id FROM pgque.queue WHERE queue_name = 'plans2'`)
+	e.exec(`SELECT pgque.drop_queue('plans', true)`)
+	if got := e.generated(id); len(got) != 0 {
+		t.Errorf("after drop_queue: %v remain", got)
+	}
+	if got := e.generated(id2); len(got) != len(want) {
+		t.Errorf("dropping queue %d left queue %d with %d generated functions, want %d", id, id2, len(got), len(want))
+	}
+}
+
+// planLog collects the plans PostgreSQL logs to the client while
+// debug_print_plan is on: one LOG message per statement planned (not per
+// execution of a cached plan).
+type planLog struct {
+	mu    sync.Mutex
+	plans []string
+}
+
+func (p *planLog) conn(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Severity == "LOG" && strings.HasPrefix(n.Message, "plan") {
+			p.mu.Lock()
+			p.plans = append(p.plans, n.Detail)
+			p.mu.Unlock()
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctxT(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// naming counts the plans logged since from that read relation oid.
+func (p *planLog) naming(from int, oid uint32) (plans, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	re := regexp.MustCompile(fmt.Sprintf(`:relid %d\b`, oid))
+	for _, pl := range p.plans[from:] {
+		if re.MatchString(pl) {
+			plans++
+		}
+	}
+	return plans, len(p.plans) - from
+}
+
+func (p *planLog) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.plans)
+}
+
+// TestGroupPlansNotReplanned: once a session has run pop_list and
+// group_ack, further calls plan no statement over the event tables (the
+// ~15 KB pop statement used to be planned on every call: most of a pop's
+// PostgreSQL time). Checked with debug_print_plan, which logs each plan
+// when it is made; the positive control proves the check sees a plan
+// over the event table.
+func TestGroupPlansNotReplanned(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('pl'::text, ARRAY[40]),
+	          ARRAY(SELECT 'p' || (g % 4) FROM generate_series(1, 40) g), array_fill('{"n":1}'::jsonb, ARRAY[40]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('pl')`)
+	var cur, prev uint32
+	if err := e.conn.QueryRow(ctxT(t), `SELECT pgque.event_table(q.queue_id, q.queue_cur_table)::regclass::oid,
+	        pgque.event_table(q.queue_id, (q.queue_cur_table + 2) % 3)::regclass::oid FROM pgque.queue q WHERE q.queue_name = 'pl'`).Scan(&cur, &prev); err != nil {
+		t.Fatal(err)
+	}
+	log := &planLog{}
+	conn := log.conn(t, e.dsn)
+	parts := `ARRAY(SELECT part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
+	                WHERE q.queue_name = 'pl' AND p.part_name ~ '^p' ORDER BY part_id)`
+	type item struct {
+		Txn   string
+		Part  [16]byte
+		Lease [16]byte
+	}
+	var acked *item // one acknowledged before: its ack reads below the position (group_ack_below)
+	popAck := func(round int) {
+		t.Helper()
+		rows, err := conn.Query(ctxT(t), `SELECT transaction_id, partition_uuid, lease_id
+		    FROM pgque.pop_list('pl', 'g', `+parts+`, 2, 1, NULL, false, 'all') WHERE message_id IS NOT NULL`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items, err := pgx.CollectRows(rows, pgx.RowToStructByPos[item])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 2 {
+			t.Fatalf("round %d: popped %d messages, want 2", round, len(items))
+		}
+		if acked != nil {
+			items = append(items, *acked)
+		}
+		var txns []string
+		var pus, ls [][16]byte
+		for _, it := range items {
+			txns = append(txns, it.Txn)
+			pus = append(pus, it.Part)
+			ls = append(ls, it.Lease)
+		}
+		n := queryInt(t, conn, `SELECT count(*) FILTER (WHERE success) FROM pgque.group_ack('g', $1, $2, NULL, $3, NULL)`, txns, pus, ls)
+		if n != int64(len(items)) {
+			t.Fatalf("round %d: %d of %d acks succeeded", round, n, len(items))
+		}
+		acked = &items[0]
+	}
+	// First calls: the session plans (and caches) everything.
+	popAck(1)
+	popAck(2)
+	if _, err := conn.Exec(ctxT(t), `SET debug_print_plan = on`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctxT(t), `SET client_min_messages = log`); err != nil {
+		t.Fatal(err)
+	}
+	from := log.len()
+	popAck(3)
+	popAck(4)
+	nCur, total := log.naming(from, cur)
+	nPrev, _ := log.naming(from, prev)
+	if nCur != 0 || nPrev != 0 {
+		t.Errorf("pop_list + group_ack, called again in the session, planned %d statements over the current and %d over the previous event table (of %d plans made), want 0",
+			nCur, nPrev, total)
+	}
+	// Positive control: a statement over the event table is seen.
+	from = log.len()
+	if _, err := conn.Exec(ctxT(t), `SELECT count(*) FROM `+queryText(t, e.conn, `SELECT $1::oid::regclass::text`, cur)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := log.naming(from, cur); n != 1 {
+		t.Errorf("control: a count(*) over the current event table logged %d plans naming it, want 1", n)
+	}
+}
+
+func queryText(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {
+	t.Helper()
+	var s string
+	if err := conn.QueryRow(ctxT(t), sql, args...).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return s
+}
+
+// TestPopReadsBoundedByBatch: a pop of 1 message from a partition with a
+// backlog of 120 (12,000 events in 100 partitions: the planner's choice
+// depends on the table's size) reads a handful of events, not the backlog. The range
+// read's in-progress-xid branch (group_range_sql) once let the planner scan
+// the partition's every event and join the xids to them (twice per pop:
+// the open and the next range) - even with no xid in progress.
+func TestPopReadsBoundedByBatch(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('rb'::text, ARRAY[12000]), ARRAY(SELECT 'p' || (g % 100) FROM generate_series(0, 11999) g),
+	          array_fill('{"n":1}'::jsonb, ARRAY[12000]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('rb')`)
+	// subscribe (mode all) and take one message: the cursor's open range now has a backlog
+	e.exec(`SELECT count(*) FROM pgque.pop_list('rb', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p0'), 1, 1, NULL, true, 'all')`)
+	tx, err := e.conn.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	eventReads := func() int64 {
+		t.Helper()
+		var n int64
+		if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
+		    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// (a delta inside the transaction: PostgreSQL 15's pg_stat_xact_* also
+	// show earlier transactions' counts not yet flushed)
+	base := eventReads()
+	var got int64
+	if err := tx.QueryRow(ctxT(t), `SELECT count(*) FROM pgque.pop_list('rb', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p0'), 1, 1, NULL, true)
+	                                 WHERE message_id IS NOT NULL`).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got != 1 {
+		t.Fatalf("popped %d messages, want 1", got)
+	}
+	read := eventReads() - base
+	// Open range: at most batch + 1 = 2 events per event table; the next
+	// range is read the same way: 8 at most.
+	if read > 8 {
+		t.Errorf("a pop of 1 message read %d events (its partition holds 120), want at most 8", read)
+	}
+}
+
+// TestPopAckCursorReadsBoundedByItems: a pop over 2 candidates and an ack
+// of 1 message read the cursor rows of the partitions they name, not
+// every cursor of the group (300 here): the cursor lookups are keyed by
+// (queue, group, partition) whatever the planner's row estimates.
+func TestPopAckCursorReadsBoundedByItems(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('cr'::text, ARRAY[600]), ARRAY(SELECT 'p' || (g % 300) FROM generate_series(0, 599) g),
+	          array_fill('{"n":1}'::jsonb, ARRAY[600]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('cr')`)
+	// the group's 300 cursors, seeded
+	e.exec(`SELECT count(*) FROM pgque.pop_list('cr', 'g', ARRAY(SELECT part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
+	                                                             WHERE q.queue_name = 'cr' AND p.part_name ~ '^p'), 1, 1, NULL, true, 'all')`)
+	if n := e.int64(`SELECT count(*) FROM pgque.group_cursor`); n != 300 {
+		t.Fatalf("%d cursors, want 300 (the premise: the group has a cursor per partition)", n)
+	}
+	cursorReads := func(tx pgx.Tx) int64 {
+		t.Helper()
+		var n int64
+		if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
+		    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^group_cursor'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	tx, err := e.conn.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	// (deltas inside the transaction: PostgreSQL 15's pg_stat_xact_* also
+	// show earlier transactions' counts not yet flushed)
+	base := cursorReads(tx)
+	var txn string
+	var part, lease [16]byte
+	if err := tx.QueryRow(ctxT(t), `SELECT transaction_id, partition_uuid, lease_id
+	    FROM pgque.pop_list('cr', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name IN ('p7', 'p8') ORDER BY part_id), 1, 1)
+	   WHERE message_id IS NOT NULL`).Scan(&txn, &part, &lease); err != nil {
+		t.Fatal(err)
+	}
+	popReads := cursorReads(tx) - base
+	var ok bool
+	if err := tx.QueryRow(ctxT(t), `SELECT success FROM pgque.group_ack('g', ARRAY[$1], ARRAY[$2::uuid], NULL, ARRAY[$3::uuid], NULL)`,
+		txn, part, lease).Scan(&ok); err != nil || !ok {
+		t.Fatalf("ack: %v %v", ok, err)
+	}
+	ackReads := cursorReads(tx) - popReads - base
+	// pop: 2 candidates, each cursor row read by a few lookups (seed check,
+	// cur, l, the UPDATE); ack: 1 cursor (lock, batch read, apply, UPDATE).
+	if popReads > 20 || ackReads > 10 {
+		t.Errorf("cursor rows read: pop %d (want at most 20), ack %d (want at most 10); the group has 300", popReads, ackReads)
+	}
+}

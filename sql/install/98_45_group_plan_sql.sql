@@ -1,0 +1,272 @@
+-- pgque.group_plan_sql(i_queue_id, i_tables): the broker's per-queue read
+-- statements whose text names event tables, as bodies of generated
+-- functions (pgque.group_plans creates them, one set per current table):
+-- each statement is the one its entry point used to build and EXECUTE on
+-- every call, with the event tables i_tables (the current and the previous
+-- one) fixed. Static SQL in a PL/pgSQL function is planned once per session
+-- and, under plan_cache_mode = force_generic_plan, reused: the planning of
+-- these ~15 KB statements was most of a pop's PostgreSQL time. $n are the
+-- generated function's (unnamed) parameters, in the order fn_args lists.
+-- Returns: one row per statement kind: fn_kind (the generated function's
+-- name prefix, pgque.<fn_kind>_q<queue>_t<current table>), fn_args
+-- (parameter types), fn_result (RETURNS clause), fn_volatility, fn_body
+-- (the PL/pgSQL body). Kinds: pop_list (pop_list's claim statement),
+-- group_ack (group_ack's read of the leased batches), group_ack_below (its
+-- read below the position), group_pending (group_pending's probe),
+-- group_advance_idle (its UPDATE; returns the rows updated). Cursor rows
+-- are looked up per named partition (a LATERAL probe of (queue, group,
+-- partition) each), never by scanning the group's cursors.
+-- Locks: none. Writes: nothing. Called by: group_plans.
+CREATE OR REPLACE FUNCTION pgque.group_plan_sql(i_queue_id int, i_tables int[])
+RETURNS TABLE (fn_kind text, fn_args text, fn_result text, fn_volatility text, fn_body text)
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pgque, pg_temp
+AS $$
+BEGIN
+    fn_kind := 'pop_list';
+    fn_args := 'int, int, int[], int, int, boolean, bigint, pg_snapshot, interval, interval, uuid, interval';
+    fn_result := 'TABLE (partition_id int, partition_uuid uuid, partition_name text, verdict text, drained boolean, '
+                 'until timestamptz, lease_id uuid, message_id uuid, transaction_id text, payload text, '
+                 'created_at timestamptz, delivery_attempt int, ev_id bigint)';
+    fn_volatility := 'VOLATILE';
+    fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        WITH cand AS (
+            SELECT c.pid, min(c.ord) AS ord FROM unnest($3::int[]) WITH ORDINALITY c(pid, ord) GROUP BY c.pid
+        ), cur AS (
+            SELECT gc.gc_partition, gc.gc_lease, gc.gc_lease_until
+              FROM cand c CROSS JOIN LATERAL (
+                   SELECT gc.* FROM pgque.group_cursor gc
+                    WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = c.pid OFFSET 0) gc
+        ), l AS (
+            SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
+              FROM cand c CROSS JOIN LATERAL (
+                   SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
+                     FROM pgque.group_cursor gc
+                    WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = c.pid
+                      AND (gc.gc_lease IS NULL OR gc.gc_lease_until <= now())
+                      FOR UPDATE SKIP LOCKED) gc
+        ), ev AS (
+            SELECT l.gc_partition AS pid, true AS in_cur, a.* FROM l CROSS JOIN LATERAL (%1$s) a
+            UNION ALL
+            SELECT l.gc_partition, false, b.* FROM l CROSS JOIN LATERAL (%2$s) b
+        ), ranked AS (
+            SELECT ev.*, bool_or(ev.in_cur) OVER (PARTITION BY ev.pid) AS any_cur,
+                   count(*) FILTER (WHERE NOT ev.in_cur) OVER (PARTITION BY ev.pid) AS next_n
+              FROM ev
+        ), chosen AS (
+            SELECT r.*, row_number() OVER w AS rn, count(*) OVER (PARTITION BY r.pid) AS cnt,
+                   bool_and($9::interval = interval '0' OR r.ev_time <= now() - $9::interval) OVER w AS ripe
+              FROM ranked r WHERE r.in_cur = r.any_cur
+            WINDOW w AS (PARTITION BY r.pid ORDER BY r.ev_txid, r.ev_id)
+        ), per AS (
+            SELECT l.gc_partition AS pid, c.ord, coalesce(s.ripe_n, 0) AS ripe_n, coalesce(s.cnt, 0) AS cnt,
+                   coalesce(s.next_n, 0) AS next_n, s.first_unripe, coalesce(s.any_cur, true) AS any_cur, nw.newest,
+                   coalesce(s.ripe_n, 0) > 0 AND (nw.newest IS NULL OR nw.newest <= now() - $10::interval) AS can_take
+              FROM l JOIN cand c ON c.pid = l.gc_partition
+              LEFT JOIN (SELECT ch.pid, count(*) FILTER (WHERE ch.ripe) AS ripe_n, max(ch.cnt) AS cnt,
+                                max(ch.next_n) AS next_n, min(ch.ev_time) FILTER (WHERE NOT ch.ripe) AS first_unripe,
+                                bool_or(ch.any_cur) AS any_cur
+                           FROM chosen ch GROUP BY ch.pid) s ON s.pid = l.gc_partition
+              LEFT JOIN LATERAL (SELECT max(w.ev_time) AS newest FROM (%3$s) w
+                                  WHERE $10::interval > interval '0' AND s.cnt > 0) nw ON true
+        ), alloc AS (
+            SELECT p.*, count(*) FILTER (WHERE p.can_take) OVER (ORDER BY p.ord) AS take_rank,
+                   coalesce(sum(p.ripe_n) FILTER (WHERE p.can_take)
+                            OVER (ORDER BY p.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_n
+              FROM per p
+        ), takes AS (
+            SELECT a.*, least(a.ripe_n, $4 - a.before_n) AS n
+              FROM alloc a WHERE a.can_take AND a.take_rank <= $5 AND a.before_n < $4
+        ), served AS (
+            SELECT ch.* FROM chosen ch JOIN takes t ON t.pid = ch.pid WHERE ch.rn <= t.n
+        ), last AS (
+            SELECT DISTINCT ON (s.pid) s.pid, s.ev_txid, s.ev_id FROM served s ORDER BY s.pid, s.ev_txid DESC, s.ev_id DESC
+        ), upd AS (
+            -- (joined through l, whose partitions are the rows locked: the
+            -- planner then probes (queue, group, partition); by takes alone
+            -- it scanned the group's every cursor - group_cursor is never
+            -- analyzed, so (queue, group) looks like one row)
+            UPDATE pgque.group_cursor gc
+               SET gc_lo = CASE WHEN t.any_cur THEN gc.gc_lo ELSE gc.gc_hi END,
+                   gc_hi = CASE WHEN t.any_cur THEN gc.gc_hi ELSE $8 END,
+                   gc_tick = CASE WHEN t.any_cur THEN gc.gc_tick ELSE $7 END,
+                   gc_pos_txid = CASE WHEN $6 THEN lt.ev_txid WHEN t.any_cur THEN gc.gc_pos_txid END,
+                   gc_pos = CASE WHEN $6 THEN lt.ev_id WHEN t.any_cur THEN gc.gc_pos END,
+                   gc_lease = CASE WHEN $6 THEN NULL ELSE $11 END,
+                   gc_lease_until = CASE WHEN $6 THEN NULL ELSE now() + $12::interval END,
+                   gc_end_txid = CASE WHEN $6 THEN NULL ELSE lt.ev_txid END,
+                   gc_lease_end = CASE WHEN $6 THEN NULL ELSE lt.ev_id END,
+                   gc_attempts = CASE WHEN $6 THEN 0 WHEN t.any_cur THEN gc.gc_attempts + 1 ELSE 1 END,
+                   gc_fail_ev = CASE WHEN t.any_cur AND NOT $6 THEN gc.gc_fail_ev END,
+                   gc_fails = CASE WHEN t.any_cur AND NOT $6 THEN gc.gc_fails ELSE 0 END,
+                   gc_active = now()
+              FROM takes t JOIN last lt ON lt.pid = t.pid JOIN l lk ON lk.gc_partition = t.pid
+             WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = lk.gc_partition
+            RETURNING gc.gc_partition, gc.gc_attempts, gc.gc_lease_until
+        ), spent AS (
+            SELECT coalesce((SELECT count(*) >= $5 OR sum(n) >= $4 FROM takes), false) AS spent,
+                   (SELECT max(ord) FROM takes) AS last_ord
+        ), verdicts AS (
+            SELECT c.pid, c.ord,
+                   CASE WHEN t.pid IS NOT NULL THEN 'took'
+                        WHEN p.pid IS NULL AND cu.gc_partition IS NULL THEN 'empty'
+                        WHEN p.pid IS NULL THEN 'leased'
+                        WHEN p.cnt = 0 THEN 'empty'
+                        ELSE 'leased' END AS verdict,
+                   CASE WHEN t.pid IS NOT NULL THEN t.n = p.cnt AND p.cnt <= $4 AND (NOT p.any_cur OR p.next_n = 0) END AS drained,
+                   CASE WHEN t.pid IS NOT NULL THEN u.gc_lease_until
+                        WHEN p.pid IS NULL AND cu.gc_partition IS NULL THEN NULL
+                        WHEN p.pid IS NULL THEN CASE WHEN cu.gc_lease IS NOT NULL AND cu.gc_lease_until > now()
+                                                     THEN cu.gc_lease_until ELSE now() + interval '100 milliseconds' END
+                        WHEN p.cnt = 0 THEN NULL
+                        WHEN p.ripe_n > 0 THEN p.newest + $10::interval
+                        ELSE p.first_unripe + $9::interval END AS until
+              FROM cand c
+              LEFT JOIN per p ON p.pid = c.pid
+              LEFT JOIN takes t ON t.pid = c.pid
+              LEFT JOIN upd u ON u.gc_partition = c.pid
+              LEFT JOIN cur cu ON cu.gc_partition = c.pid
+              CROSS JOIN spent sp
+             WHERE NOT sp.spent OR c.ord <= sp.last_ord
+        )
+        SELECT o.pid, o.part_uuid, o.part_name, o.verdict, o.drained, o.until, o.lease_id, o.message_id,
+               o.transaction_id, o.payload, o.created_at, o.delivery_attempt, o.ev_id
+          FROM (
+            SELECT v.pid, pt.part_uuid, pt.part_name, v.verdict, v.drained, v.until,
+                   CASE WHEN v.verdict = 'took' AND NOT $6 THEN $11 END AS lease_id,
+                   NULL::uuid AS message_id, NULL::text AS transaction_id, NULL::text AS payload,
+                   NULL::timestamptz AS created_at, NULL::int AS delivery_attempt, NULL::bigint AS ev_id,
+                   0 AS k, v.ord, 0::bigint AS rn
+              FROM verdicts v LEFT JOIN pgque.partition pt ON pt.part_queue = $1 AND pt.part_id = v.pid
+            UNION ALL
+            SELECT s.pid, pt.part_uuid, pt.part_name, NULL, NULL, u.gc_lease_until, CASE WHEN NOT $6 THEN $11 END,
+                   pgque.message_uuid($1, s.ev_id, s.ev_time),
+                   coalesce(s.ev_extra1, pgque.message_uuid($1, s.ev_id, s.ev_time)::text),
+                   s.ev_data, s.ev_time, greatest(u.gc_attempts, 1), s.ev_id,
+                   1, c.ord, s.rn
+              FROM served s
+              JOIN upd u ON u.gc_partition = s.pid
+              JOIN cand c ON c.pid = s.pid
+              JOIN pgque.partition pt ON pt.part_queue = $1 AND pt.part_id = s.pid) o
+         ORDER BY o.k, o.ord, o.rn
+        $sql$,
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL,
+            '$4 + 1', '-$2', 'l.gc_from'),
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$8', NULL, NULL, NULL,
+            '$4 + 1', '-$2', 'l.gc_from'),
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', '$8', 'l.gc_pos_txid', 'l.gc_pos', NULL,
+            NULL, '-$2', 'l.gc_from')) || '; END';
+    RETURN NEXT;
+
+    fn_kind := 'group_ack';
+    fn_args := 'text[], uuid[], int, int';
+    fn_result := 'TABLE (i int, ev_id bigint, ev_time timestamptz, ev_txid xid8, ev_data text, pv_txid xid8, pv_id bigint)';
+    fn_volatility := 'VOLATILE';
+    fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        WITH l AS MATERIALIZED (
+            SELECT gc.*
+              FROM (SELECT DISTINCT p.part_id FROM pgque.partition p
+                     WHERE p.part_queue = $3 AND p.part_uuid = ANY ($2)) k
+             CROSS JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
+                                  WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition = k.part_id OFFSET 0) gc
+             WHERE gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now()
+        ), ev AS MATERIALIZED (
+            SELECT l.gc_partition AS pid, x.ev_id, x.ev_time, x.ev_txid, x.ev_data,
+                   coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k,
+                   lag(x.ev_txid) OVER w AS pv_txid, lag(x.ev_id) OVER w AS pv_id
+              FROM l CROSS JOIN LATERAL (%s) x
+             WHERE (x.ev_txid, x.ev_id) <= (l.gc_end_txid, l.gc_lease_end)
+            WINDOW w AS (PARTITION BY l.gc_partition ORDER BY x.ev_txid, x.ev_id)
+        ), it AS MATERIALIZED (
+            SELECT u.o::int AS i, u.t AS txn, p.part_id
+              FROM unnest($1::text[], $2::uuid[]) WITH ORDINALITY u(t, pu, o)
+              JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = $3
+             WHERE u.t IS NOT NULL
+        )
+        SELECT DISTINCT ON (it.i) it.i, ev.ev_id, ev.ev_time, ev.ev_txid, ev.ev_data, ev.pv_txid, ev.pv_id
+          FROM it JOIN ev ON ev.pid = it.part_id AND ev.k = it.txn
+         ORDER BY it.i, ev.ev_txid, ev.ev_id
+        $sql$,
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos',
+            'l.gc_end_txid', NULL, '-l.gc_group', 'l.gc_from')) || '; END';
+    RETURN NEXT;
+
+    fn_kind := 'group_ack_below';
+    fn_args := 'text[], uuid[], int, int, bigint[]';
+    fn_result := 'TABLE (i int)';
+    fn_volatility := 'VOLATILE';
+    fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        WITH it AS MATERIALIZED (
+            SELECT u.o::int AS i, u.t AS txn, p.part_id
+              FROM unnest($1::text[], $2::uuid[], $5::bigint[]) WITH ORDINALITY u(t, pu, e, o)
+              JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = $3
+             WHERE u.t IS NOT NULL AND u.e IS NULL
+        ), l AS MATERIALIZED (
+            SELECT gc.*
+              FROM (SELECT DISTINCT it.part_id FROM it) k
+             CROSS JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
+                                  WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition = k.part_id OFFSET 0) gc
+             WHERE gc.gc_pos IS NOT NULL
+        ), ev AS MATERIALIZED (
+            SELECT l.gc_partition AS pid, coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k
+              FROM l CROSS JOIN LATERAL (%s) x
+             WHERE (x.ev_txid, x.ev_id) <= (l.gc_pos_txid, l.gc_pos)
+        )
+        SELECT DISTINCT it.i FROM it JOIN ev ON ev.pid = it.part_id AND ev.k = it.txn
+        $sql$,
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', NULL, NULL,
+            'l.gc_pos_txid', NULL, '-l.gc_group', 'l.gc_from')) || '; END';
+    RETURN NEXT;
+
+    fn_kind := 'group_pending';
+    fn_args := 'int, int, int, int, boolean, pg_snapshot';
+    fn_result := 'TABLE (partition_id int, lease_until timestamptz, last_active timestamptz)';
+    fn_volatility := 'STABLE';
+    fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        SELECT p.part_id,
+               CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN gc.gc_lease_until END,
+               gc.gc_active
+          FROM pgque.partition p
+          LEFT JOIN pgque.group_cursor gc ON gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = p.part_id
+          LEFT JOIN pgque.group_subscription gs ON gs.gs_queue = $1 AND gs.gs_group = $2
+         CROSS JOIN LATERAL (
+               SELECT p.part_id AS gc_partition,
+                      coalesce(gc.gc_lo, gs.gs_lo, '1:1:'::pg_snapshot) AS gc_lo,
+                      coalesce(gc.gc_hi, gs.gs_lo, '1:1:'::pg_snapshot) AS gc_hi,
+                      gc.gc_pos_txid, gc.gc_pos,
+                      CASE WHEN gc.gc_partition IS NULL THEN gs.gs_from ELSE gc.gc_from END AS gc_from) l
+         WHERE p.part_queue = $1 AND ($3::int IS NULL OR p.part_id > $3)
+           AND CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN $5
+                    ELSE EXISTS (%s) OR EXISTS (%s) END
+         ORDER BY p.part_id
+         LIMIT $4
+        $sql$,
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL, '1', '-$2', 'l.gc_from'),
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$6', NULL, NULL, NULL, '1', '-$2', 'l.gc_from')) || '; END';
+    RETURN NEXT;
+
+    fn_kind := 'group_advance_idle';
+    fn_args := 'int, pg_snapshot, bigint';
+    fn_result := 'int';
+    fn_volatility := 'VOLATILE';
+    fn_body := 'DECLARE v_rows int; BEGIN ' || format($sql$
+        WITH idle AS (
+            SELECT l.gc_group, l.gc_partition FROM pgque.group_cursor l
+             WHERE l.gc_queue = $1 AND (l.gc_lease IS NULL OR l.gc_lease_until <= now())
+               AND l.gc_lo::text <> $2::text
+               AND NOT EXISTS (%s) AND NOT EXISTS (%s)
+               FOR UPDATE SKIP LOCKED
+        )
+        UPDATE pgque.group_cursor gc
+           SET gc_lo = $2, gc_hi = $2, gc_tick = $3, gc_pos_txid = NULL, gc_pos = NULL, gc_lease = NULL,
+               gc_lease_until = NULL, gc_end_txid = NULL, gc_lease_end = NULL, gc_attempts = 0, gc_fail_ev = NULL, gc_fails = 0,
+               gc_active = now()
+          FROM idle i
+         WHERE gc.gc_queue = $1 AND gc.gc_group = i.gc_group AND gc.gc_partition = i.gc_partition
+        $sql$,
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL, '1',
+            '-l.gc_group', 'l.gc_from'),
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$2', NULL, NULL, NULL, '1', '-l.gc_group', 'l.gc_from')) || '; GET DIAGNOSTICS v_rows = ROW_COUNT; RETURN v_rows; END';
+    RETURN NEXT;
+END;
+$$;

@@ -1,0 +1,75 @@
+-- pgque.group_plans(i_queue_id, i_create): keep a queue's generated read
+-- functions in step with the engine. With i_create, (re)creates, for every
+-- statement kind of pgque.group_plan_sql and every event table c of the
+-- queue, pgque.<kind>_q<queue id>_t<c>: a PL/pgSQL function whose body is
+-- that statement over the tables c (current) and c - 1 (previous), static,
+-- so each session plans it once; SET plan_cache_mode = force_generic_plan
+-- (the generic plan is reused from the second call on: no planning per
+-- call), SET search_path = pg_catalog, pgque, pg_temp, #variable_conflict
+-- use_column. They are not SECURITY DEFINER and nobody but the owner (the
+-- engine's owner: this runs as it) may execute them (REVOKE ALL FROM
+-- PUBLIC): only the SECURITY DEFINER entry points (pop_list, group_ack,
+-- group_pending, group_advance_idle) call them. A generated function names
+-- only the current and the previous event table: a plan locks every table
+-- it names when it runs, and the rotation must truncate the oldest one
+-- without waiting for pops. The number of event tables (queue_ntables) is
+-- fixed at create_queue, so the set never needs to change afterwards but
+-- for an engine upgrade (the install re-runs this for every queue).
+-- Without i_create (or for an unknown queue) only drops. Either way every
+-- other pgque function named <kind>_q<queue id>_t<n> is dropped (kinds or
+-- tables no longer generated).
+-- Returns: the number of functions created. Locks: none besides the
+-- catalog's (CREATE / DROP FUNCTION). Writes: pg_proc (creates, replaces,
+-- drops functions). Called by: create_queue, drop_queue, the install (below:
+-- every existing queue).
+CREATE OR REPLACE FUNCTION pgque.group_plans(i_queue_id int, i_create boolean DEFAULT true)
+RETURNS int
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pgque, pg_temp
+AS $$
+DECLARE
+    v_queue pgque.queue;
+    v_made  text[] := '{}';
+    v_c     int;
+    v_name  text;
+    v_sql   text;
+    r       record;
+BEGIN
+    SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = i_queue_id;
+    IF i_create AND FOUND THEN
+        FOR v_c IN 0 .. v_queue.queue_ntables - 1 LOOP
+            FOR r IN SELECT * FROM pgque.group_plan_sql(i_queue_id,
+                                                        ARRAY[v_c, (v_c + v_queue.queue_ntables - 1) % v_queue.queue_ntables]) LOOP
+                v_name := format('%s_q%s_t%s', r.fn_kind, i_queue_id, v_c);
+                v_sql := format('CREATE OR REPLACE FUNCTION pgque.%I(%s) RETURNS %s LANGUAGE plpgsql %s '
+                                'SET plan_cache_mode = force_generic_plan SET search_path = pg_catalog, pgque, pg_temp '
+                                'AS %L',
+                                v_name, r.fn_args, r.fn_result, r.fn_volatility,
+                                E'#variable_conflict use_column\n' || r.fn_body);
+                BEGIN
+                    EXECUTE v_sql;
+                EXCEPTION WHEN invalid_function_definition THEN
+                    -- an older engine's version with another result type
+                    EXECUTE format('DROP FUNCTION pgque.%I(%s)', v_name, r.fn_args);
+                    EXECUTE v_sql;
+                END;
+                EXECUTE format('REVOKE ALL ON FUNCTION pgque.%I(%s) FROM PUBLIC', v_name, r.fn_args);
+                v_made := v_made || v_name;
+            END LOOP;
+        END LOOP;
+    END IF;
+    FOR r IN SELECT p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid) AS args FROM pg_catalog.pg_proc p
+              WHERE p.pronamespace = 'pgque'::regnamespace
+                AND p.proname ~ ('^[a-z_]+_q' || i_queue_id || '_t[0-9]+$') AND NOT p.proname = ANY (v_made) LOOP
+        EXECUTE format('DROP FUNCTION pgque.%I(%s)', r.proname, r.args);
+    END LOOP;
+    RETURN cardinality(v_made);
+END;
+$$;
+-- Install / upgrade: generate (or regenerate: the statements may have
+-- changed) every existing queue's functions; idempotent.
+DO $plans$
+BEGIN
+    PERFORM pgque.group_plans(q.queue_id, true) FROM pgque.queue q;
+END;
+$plans$;
