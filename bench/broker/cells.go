@@ -161,7 +161,11 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	var cwg sync.WaitGroup
-	o := popOpts{batch: 100, wait: true, timeout: time.Second}
+	// A pop may claim every partition the producer writes to: one pop then
+	// takes all that is pending (a consumer claiming one partition per pop
+	// serves ~partitions times fewer messages per round trip, and at 1k
+	// msg/s the backlog, not the broker, set the latency).
+	o := popOpts{batch: 100, partitions: p.LatencyPartitions, wait: true, timeout: time.Second}
 	for range p.LatencyConsumers {
 		cwg.Add(1)
 		go func() {
