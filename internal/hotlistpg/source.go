@@ -91,6 +91,18 @@ func New(cfg Config) *Source {
 // Peers is the peer transport (nil without peers).
 func (s *Source) Peers() *Transport { return s.peers }
 
+// HintPeersNow tells the other brokers at once, not through the coalesced
+// sender, that partition id of the stored queue has work: for answers
+// after which this broker may be gone (a dead letter replayed through a
+// broker killed right after answering must still be found by the others'
+// warm rings before their reseed floor). No-op without a peer transport.
+func (s *Source) HintPeersNow(ctx context.Context, stored string, id int32) error {
+	if s.peers == nil {
+		return nil
+	}
+	return s.peers.SendHints(ctx, []hotlist.Hint{{Key: s.names.Key(stored), ID: id}})
+}
+
 // HotList is the underlying hot-list (stats, subscriptions, tests).
 func (s *Source) HotList() *hotlist.HotList { return s.h }
 

@@ -466,6 +466,13 @@ func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue, Partitions: []int32{rp.PartitionID}})
 		s.requestTick(queue)
 		s.awaitTicks(r.Context(), []string{queue}) // answered once visible, as a push
+		if s.hot != nil {
+			// The other brokers' warm rings learn of the partition before the
+			// answer: the coalesced hint would die with this broker.
+			if err := s.hot.HintPeersNow(ctx, queue, rp.PartitionID); err != nil {
+				s.log.Warn("hot-list: telling the other brokers of a replayed dead letter failed; their reseed floor finds it", "queue", queue, "err", err)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": r.PathValue("id"), "messageId": msg})
 	return nil
