@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,10 +38,7 @@ func TestServePushAndPprofFlags(t *testing.T) {
 func TestServePprof(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewDB(t)
-	bin := filepath.Join(t.TempDir(), "pgquectl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildPgquectl(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

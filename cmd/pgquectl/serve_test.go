@@ -53,10 +53,7 @@ func TestWithPoolSize(t *testing.T) {
 func TestServeSIGTERMDrains(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.NewDB(t)
-	bin := filepath.Join(t.TempDir(), "pgquectl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildPgquectl(t)
 	cmd := exec.Command(bin, "serve", "--dsn", dsn, "--listen", "127.0.0.1:0", "--drain-timeout", "10s")
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -121,10 +118,7 @@ func TestServeSIGTERMDrains(t *testing.T) {
 func TestDevStartsBroker(t *testing.T) {
 	t.Parallel()
 	state := filepath.Join(reachableTempDir(t), "dev")
-	bin := filepath.Join(t.TempDir(), "pgquectl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildPgquectl(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -181,10 +175,7 @@ func devBrokerPID(t *testing.T, state string) string {
 func TestDevBrokerPortTaken(t *testing.T) {
 	t.Parallel()
 	state := filepath.Join(reachableTempDir(t), "dev")
-	bin := filepath.Join(t.TempDir(), "pgquectl")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildPgquectl(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
