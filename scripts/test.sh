@@ -92,14 +92,20 @@ else
     failed=1
 fi
 results+=("$(tail -n 1 "$work/leg-main.log")")
-echo "== timing tests alone (pg_cron 1.6 handovers)"
-if go test -json -count=1 -p 1 -timeout 15m -run 'TestTickCron16(LongSlot)?HandoverIsGapFree' ./cmd/pgquectl/ 2>&1 |
-    "$work/testreport" -label "$label, handover timing alone" | tee "$work/leg-timing.log"; then
-    :
+# Without a pg_cron 1.6 tree both timing tests skip: a leg that passes
+# nothing counts as failed (testreport), so it does not run at all.
+if [ -n "${PGQUE_PGCRON16_BINDIR:-}" ]; then
+    echo "== timing tests alone (pg_cron 1.6 handovers)"
+    if go test -json -count=1 -p 1 -timeout 15m -run 'TestTickCron16(LongSlot)?HandoverIsGapFree' ./cmd/pgquectl/ 2>&1 |
+        "$work/testreport" -label "$label, handover timing alone" | tee "$work/leg-timing.log"; then
+        :
+    else
+        failed=1
+    fi
+    results+=("$(tail -n 1 "$work/leg-timing.log")")
 else
-    failed=1
+    echo "== timing tests alone: skipped (no pg_cron 1.6 tree)"
 fi
-results+=("$(tail -n 1 "$work/leg-timing.log")")
 if [ -d "$state" ]; then # free its memory for the matrix
     "$work/pgquectl" dev destroy --state-dir "$state" >/dev/null 2>&1 || true
 fi
