@@ -127,13 +127,21 @@ func TestTickerPerQueuePeriodsAndIdleQueues(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	loopFor(t, e, 1500*time.Millisecond)
-	cancel()
-	wg.Wait()
-
 	count := func(q string) int64 {
 		return e.int64(`SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = $1`, q) - base[q]
 	}
+	// Run the loop until the fast queue has had enough rounds to tell the
+	// periods apart (1.5 s on a quiet machine; a loaded CI machine may need
+	// longer: its rounds can take tens of milliseconds), at most 30 s.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		loopFor(t, e, 1500*time.Millisecond)
+		if f, s := count("fast"), count("slow"); (f >= 10 && f > 2*s) || time.Now().After(deadline) {
+			break
+		}
+	}
+	cancel()
+	wg.Wait()
+
 	fast, slow, idle := count("fast"), count("slow"), count("idle")
 	if idle != 0 {
 		t.Errorf("the idle queue got %d ticks", idle)

@@ -70,12 +70,16 @@ func TestOneLogTwoReaders(t *testing.T) {
 
 func TestDelayedProcessingAndWindowBuffer(t *testing.T) {
 	e := setup(t)
+	// The message becomes claimable at its creation + 2 s: the verdict's
+	// until is judged against the time before the push, not against the
+	// pop's time (a loaded machine may take a second between the two).
+	pushed := time.Now()
 	e.pushN("d", "p", 0, 1)
 	e.exec(`SELECT pgque.set_queue_config('d', 'delayed_processing', '2')`)
 	e.tick("d")
 	p := broker.Pop{Queue: "d", Batch: 10, AutoAck: true}
 	r := e.pop(p, "p")
-	if len(r.Messages) != 0 || r.Verdicts[0].Kind != broker.VerdictLeased || r.Verdicts[0].Until.Before(time.Now().Add(500*time.Millisecond)) {
+	if len(r.Messages) != 0 || r.Verdicts[0].Kind != broker.VerdictLeased || r.Verdicts[0].Until.Before(pushed.Add(1900*time.Millisecond)) {
 		t.Fatalf("delayed message popped early: %+v", r)
 	}
 	time.Sleep(time.Until(r.Verdicts[0].Until) + 100*time.Millisecond)
