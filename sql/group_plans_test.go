@@ -64,7 +64,7 @@ func TestGroupPlansLifecycle(t *testing.T) {
 	    WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ ('_q' || $1::int || '_t[0-9]+$')
 	      AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
 	      AND p.proowner = (SELECT proowner FROM pg_proc WHERE oid = 'pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz)'::regprocedure)
-	      AND p.proconfig = ARRAY['plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp']
+	      AND p.proconfig = ARRAY['jit=off', 'plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp']
 	      AND p.prosrc NOT LIKE '%EXECUTE%'`, id); n != int64(len(want)) {
 		t.Errorf("%d of %d generated functions are owned by the engine owner, static PL/pgSQL, not SECURITY DEFINER, with the pinned settings", n, len(want))
 	}
@@ -366,5 +366,85 @@ func TestPopAckCursorReadsBoundedByItems(t *testing.T) {
 	// cur, l, the UPDATE); ack: 1 cursor (lock, batch read, apply, UPDATE).
 	if popReads > 20 || ackReads > 10 {
 		t.Errorf("cursor rows read: pop %d (want at most 20), ack %d (want at most 10); the group has 300", popReads, ackReads)
+	}
+}
+
+// TestGroupPlansNeverJIT: the generated statements run with jit = off. A
+// generic plan's cost estimate grows with the backlog, and past
+// jit_above_cost every call compiled its expressions again (JIT code is
+// not cached with the plan): 285 ms of a 440 ms pop over 200,000 queued
+// events. The session makes every statement JIT-worthy (jit_above_cost 0)
+// and auto_explain reports, for each statement that ran, whether it was
+// compiled; the positive control proves the check sees a compiled
+// statement over the event table.
+func TestGroupPlansNeverJIT(t *testing.T) {
+	e := setup(t)
+	if e.int64(`SELECT pg_jit_available()::int`) == 0 {
+		t.Skip("this server has no JIT provider (built without LLVM): nothing to switch off")
+	}
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('jq'::text, ARRAY[40]),
+	          ARRAY(SELECT 'p' || (g % 4) FROM generate_series(1, 40) g), array_fill('{"n":1}'::jsonb, ARRAY[40]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('jq')`)
+
+	var mu sync.Mutex
+	var compiled []string // query texts of statements over event tables that were JIT-compiled
+	cfg, err := pgx.ParseConfig(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if strings.Contains(n.Message, "JIT:") && strings.Contains(n.Message, "pgque.event_") {
+			mu.Lock()
+			compiled = append(compiled, n.Message)
+			mu.Unlock()
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctxT(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`, `SET auto_explain.log_analyze = on`,
+		`SET auto_explain.log_nested_statements = on`, `SET auto_explain.log_level = notice`, `SET client_min_messages = notice`,
+		`SET jit = on`, `SET jit_above_cost = 0`, `SET jit_inline_above_cost = -1`, `SET jit_optimize_above_cost = -1`} {
+		if _, err := conn.Exec(ctxT(t), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(compiled)
+	}
+	// Positive control: a statement over the event table, outside the
+	// generated functions, is compiled.
+	if _, err := conn.Exec(ctxT(t), `SELECT count(*) FROM pgque.event_1_0`); err != nil {
+		t.Fatal(err)
+	}
+	if count() == 0 {
+		t.Fatal("control: a statement over pgque.event_1_0 was not reported as JIT-compiled: the check cannot see JIT")
+	}
+	base := count()
+	var n int
+	if err := conn.QueryRow(ctxT(t), `
+	    WITH m AS (SELECT * FROM pgque.pop_any('jq', 'g', 5, 2, NULL, false, 'all') WHERE message_id IS NOT NULL)
+	    SELECT (SELECT count(*) FROM m) + (SELECT count(*) FROM pgque.group_ack('g',
+	            (SELECT array_agg(transaction_id) FROM m), (SELECT array_agg(partition_uuid) FROM m), NULL,
+	            (SELECT array_agg(lease_id) FROM m), NULL) WHERE success)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 10 {
+		t.Fatalf("popped + acked %d, want 5 + 5", n)
+	}
+	if err := conn.QueryRow(ctxT(t), `SELECT count(*) FROM pgque.group_reseed('jq', 'g')`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatal("group_reseed listed no partition of a queue with pending events")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := compiled[base:]; len(got) != 0 {
+		t.Errorf("%d statements of the pop / ack / reseed path were JIT-compiled; the first:\n%.600s", len(got), got[0])
 	}
 }
