@@ -7,7 +7,13 @@
 -- (the generic plan is reused from the second call on: no planning per
 -- call), SET jit = off (a generic plan's cost estimate grows with the
 -- backlog; past jit_above_cost every call compiled its expressions anew:
--- 285 ms of a 440 ms pop over 200,000 queued events), SET search_path = pg_catalog, pgque, pg_temp, #variable_conflict
+-- 285 ms of a 440 ms pop over 200,000 queued events), SET
+-- enable_bitmapscan = off and enable_seqscan = off (every access here is
+-- by an index, and a range scan must walk (ev_partition, ev_txid, ev_id)
+-- in order and stop at its LIMIT; with row estimates of a few rows the
+-- planner preferred bitmap or sequential scans, which read a whole range
+-- or table), SET search_path = pg_catalog, pgque, pg_temp,
+-- #variable_conflict
 -- use_column. They are not SECURITY DEFINER and nobody but the owner (the
 -- engine's owner: this runs as it) may execute them (REVOKE ALL FROM
 -- PUBLIC): only the SECURITY DEFINER entry points (pop_list, group_ack,
@@ -44,7 +50,7 @@ BEGIN
                                                         ARRAY[v_c, (v_c + v_queue.queue_ntables - 1) % v_queue.queue_ntables]) LOOP
                 v_name := format('%s_q%s_t%s', r.fn_kind, i_queue_id, v_c);
                 v_sql := format('CREATE OR REPLACE FUNCTION pgque.%I(%s) RETURNS %s LANGUAGE plpgsql %s '
-                                'SET jit = off SET plan_cache_mode = force_generic_plan SET search_path = pg_catalog, pgque, pg_temp '
+                                'SET jit = off SET enable_bitmapscan = off SET enable_seqscan = off SET plan_cache_mode = force_generic_plan SET search_path = pg_catalog, pgque, pg_temp '
                                 'AS %L',
                                 v_name, r.fn_args, r.fn_result, r.fn_volatility,
                                 E'#variable_conflict use_column\n' || r.fn_body);
