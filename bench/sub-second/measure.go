@@ -128,6 +128,10 @@ type PhaseResult struct {
 
 	Latency Latency    `json:"latency"`
 	CDF     []CDFPoint `json:"cdf"`
+	// Ack: the consumer's acknowledgement after each receive that returned
+	// events (ms from the receive returning to the ack returning): outside
+	// the latency, which ends when the receive returns.
+	Ack Latency `json:"ack"`
 
 	WALBytes       int64   `json:"wal_bytes"`
 	WALBytesPerSec float64 `json:"wal_bytes_per_sec"`
@@ -215,6 +219,10 @@ type recorder struct {
 	received map[int64]time.Time
 	dups     int
 	errs     []string
+	// ackMs: per receive that returned events, ms from the receive to the
+	// acknowledgement returning (not part of the latency; shows what a
+	// latency measured after the ack would add).
+	ackMs []float64
 }
 
 func newRecorder() *recorder {
@@ -238,6 +246,12 @@ func (r *recorder) got(ids []int64, at time.Time) {
 		}
 		r.received[id] = at
 	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) ack(ms float64) {
+	r.mu.Lock()
+	r.ackMs = append(r.ackMs, ms)
 	r.mu.Unlock()
 }
 
@@ -555,6 +569,9 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	ms, missing, missingDetail, worst := rec.latencies(start)
 	res.WorstEvents = worst
 	res.Latency, res.CDF = summarize(ms)
+	rec.mu.Lock()
+	res.Ack, _ = summarize(rec.ackMs)
+	rec.mu.Unlock()
 	res.Produced, res.Consumed = rec.counts()
 	res.Missing, res.Dups = missing, rec.dups
 	res.Bystander, _ = summarize(bystander)
@@ -766,7 +783,7 @@ func warmup(ctx context.Context, e *env, sys system, prod, cons *pgx.Conn) error
 		return fmt.Errorf("warm-up event: %w", err)
 	}
 	for {
-		got, _, err := sys.Consume(ctx, cons, benchConsumer)
+		got, _, _, err := sys.Consume(ctx, cons, benchConsumer)
 		if err != nil {
 			return fmt.Errorf("warm-up receive: %w", err)
 		}
@@ -839,9 +856,11 @@ func consumer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, 
 	}
 	for ctx.Err() == nil {
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		ids, more, err := sys.Consume(qctx, conn, name)
+		ids, at, more, err := sys.Consume(qctx, conn, name)
 		cancel()
-		at := time.Now()
+		if len(ids) > 0 && err == nil {
+			rec.ack(float64(time.Since(at).Microseconds()) / 1000)
+		}
 		if err != nil {
 			rec.errorf("consume: %v", err)
 			sleepCtx(ctx, 100*time.Millisecond)

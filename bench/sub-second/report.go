@@ -344,7 +344,7 @@ func markdown(r *Results, chartErrs []string) string {
 	if r.WALPerTick > 0 {
 		w("\nWAL per materialized tick of one active queue (probe before pg_cron starts: N × (send; tick) − N × send, over N): **%.0f bytes** (pgquectl tick projects WAL/day with ticker.BytesPerTick).\n", r.WALPerTick)
 	}
-	w("\n## Phases\n\nLatency: producer commit (client clock after COMMIT returned) → consumer receive (client clock after receive returned), same machine, same clock.\n\n")
+	w("\n## Phases\n\nLatency: producer commit (client clock after COMMIT returned) → consumer receive (client clock once the receive returned its rows, before the ack), same machine, same clock.\n\n")
 	w("| phase | system | Hz | ev/s | xmin | wake | rotation | s | events | p50 | p95 | p99 | p99.9 | max ms | WAL/s | dead tick | dead sub | dead queue | dead event | max tick gap ms | handover gap ms | cron runs | backends | notify | bystander p99 ms | peak CPU / I/O pressure |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Phases {
