@@ -32,7 +32,8 @@ func TestScheduleInterval(t *testing.T) {
 	t.Parallel()
 	for s, want := range map[string]float64{
 		"1 seconds": 1, "10 seconds": 10, "* * * * *": 60, "*/5 * * * *": 300, "17 * * * *": 3600,
-		"0 0 1 1 *": -1, "@hourly": -1, "0 seconds": -1, "1-5 * * * *": -1,
+		"1-59/2 * * * *": 120, "0-58/2 * * * *": 120, "0-59/5 * * * *": 300,
+		"0 0 1 1 *": -1, "@hourly": -1, "0 seconds": -1, "1-5 * * * *": -1, "1-30/2 * * * *": -1, "5-2/2 * * * *": -1,
 	} {
 		got, ok := scheduleInterval(s)
 		if (want < 0 && ok) || (want >= 0 && (!ok || got != want)) {
