@@ -240,3 +240,34 @@ func TestTickingIgnoresOneTickerJobsPauseWhenTwoTakeTurns(t *testing.T) {
 		}
 	}
 }
+
+// TestTickingWarnsOfAJobSetWithOneTickerJob: the engine registers two
+// ticker jobs; an install whose pg_cron still has one (registered by an
+// older engine, kept until pgquectl tick is re-run) gets a WARN that says
+// to re-run pgquectl tick. Two jobs are OK.
+func TestTickingWarnsOfAJobSetWithOneTickerJob(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 13, 0, 30, 0, time.UTC)
+	job := func(name, sched string) JobRow {
+		return JobRow{CronJob: pgstats.CronJob{Name: name, Schedule: sched, Command: "CALL pgque.ticker_loop()", Active: true,
+			LastFinishedStatus: "succeeded"}, Verdict: ok("fine")}
+	}
+	for _, tc := range []struct {
+		jobs []JobRow
+		want Level
+	}{
+		{[]JobRow{job("pgque_ticker@db", "*/2 * * * *"), job("pgque_ticker_2@db", "1-59/2 * * * *")}, OK},
+		{[]JobRow{job("pgque_ticker@db", "1 seconds"), job("pgque_ticker_2@db", "1 seconds")}, OK},
+		{[]JobRow{job("pgque_ticker@db", "* * * * *")}, Warn},
+	} {
+		r := &Report{Session: &pgstats.SessionInfo{Database: "db", Now: now}}
+		r.Cron.Jobs = tc.jobs
+		(&Collector{}).judgeTicking(r)
+		if r.Cron.Ticking.Level != tc.want {
+			t.Errorf("%d ticker job(s): ticking %s (%s), want %s", len(tc.jobs), r.Cron.Ticking.Level, r.Cron.Ticking.Reason, tc.want)
+		}
+		if tc.want == Warn && !strings.Contains(r.Cron.Ticking.Reason, "re-run pgquectl tick") {
+			t.Errorf("reason %q does not say to re-run pgquectl tick", r.Cron.Ticking.Reason)
+		}
+	}
+}
