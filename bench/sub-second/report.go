@@ -362,13 +362,17 @@ func markdown(r *Results, chartErrs []string) string {
 	var splits []string
 	for _, p := range r.Phases {
 		if s := p.Split; s != nil && p.Missing == 0 {
-			splits = append(splits, fmt.Sprintf("| %s | %.1f | %.2f / %.2f | %.2f / %.2f / %.2f | %d |", p.Name, s.TickIntervalMs, s.WaitP50, s.WaitMean, s.AfterTickP50, s.AfterTickMean, s.AfterTickP99, s.Events))
+			ack := "—"
+			if p.Ack.Count > 0 {
+				ack = fmt.Sprintf("%.2f / %.2f", p.Ack.P50, p.Ack.P99)
+			}
+			splits = append(splits, fmt.Sprintf("| %s | %.1f | %.2f / %.2f | %.2f / %.2f / %.2f | %s | %d |", p.Name, s.TickIntervalMs, s.WaitP50, s.WaitMean, s.AfterTickP50, s.AfterTickMean, s.AfterTickP99, ack, s.Events))
 		}
 	}
 	if len(splits) > 0 {
 		w("\n### Where the latency goes\n\n")
-		w("Each event's latency divided at the first tick of its queue whose `tick_time` (the tick transaction's start; same machine clock) is at or after the event's commit: the wait for that tick (uniform over a tick interval: half of it on average), and the rest - the tick's own work and COMMIT, the consumer's poll interval, its receive.\n\n")
-		w("| phase | mean tick interval ms | wait for the tick p50 / mean ms | tick → receive p50 / mean / p99 ms | events |\n|---|---|---|---|---|\n")
+		w("Each event's latency divided at the first tick of its queue whose `tick_time` (the tick transaction's start; same machine clock) is at or after the event's commit: the wait for that tick (uniform over a tick interval: half of it on average), and the rest - the tick's own work and COMMIT, the consumer's poll interval, its receive. The consumer's ack after the receive is not part of the latency (its own column: receive returned → ack returned).\n\n")
+		w("| phase | mean tick interval ms | wait for the tick p50 / mean ms | tick → receive p50 / mean / p99 ms | ack p50 / p99 ms | events |\n|---|---|---|---|---|---|\n")
 		for _, s := range splits {
 			w("%s\n", s)
 		}
