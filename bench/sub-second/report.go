@@ -438,6 +438,12 @@ func markdown(r *Results, chartErrs []string) string {
 			for _, st := range p.WALBreakdown {
 				w("| %s | %.0f | %s | %s |\n", st.Record, float64(st.Count)/p.WALSeconds, human(float64(st.Total)/p.WALSeconds), human(float64(st.FPIBytes)/p.WALSeconds))
 			}
+			if len(p.WALByRelation) > 0 {
+				w("\nBy relation (pg_get_wal_records_info; largest record bytes without FPI first, top 20):\n\n| record on relation | records/s | bytes/s without FPI | FPI bytes/s |\n|---|---|---|---|\n")
+				for _, st := range p.WALByRelation {
+					w("| %s | %.2f | %s | %s |\n", st.Record, float64(st.Count)/p.WALSeconds, human(float64(st.Bytes)/p.WALSeconds), human(float64(st.FPIBytes)/p.WALSeconds))
+				}
+			}
 		}
 	}
 	w("\n## Charts\n\n![latency CDF](%s)\n\n![dead tuples](%s)\n", fileCDF, fileDeadTuple)
