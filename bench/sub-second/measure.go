@@ -56,6 +56,20 @@ SELECT coalesce(sum((pgstattuple(c.oid)).dead_tuple_count), 0)::bigint
 	// half a slot).
 	qSlot = `SELECT s, least(coalesce(pgque.get_setting('ticker_overrun_ms')::int8, 1500), s * 500)
 	           FROM (SELECT coalesce(pgque.get_setting('ticker_slot_seconds')::int8, 60) AS s) x`
+	// qWALByRelation: the span's WAL by record type and relation (idle
+	// phases: what writes when nothing happens), largest record bytes
+	// without full-page images first. A relation of another database or a
+	// shared catalog is named as such; '-' = no block (commits and the like).
+	qWALByRelation = `SELECT w.resource_manager || '/' || w.record_type,
+	       CASE WHEN m IS NULL THEN '-'
+	            WHEN m[2] = '0' THEN 'shared catalog'
+	            WHEN m[2]::oid <> (SELECT d.oid FROM pg_database d WHERE d.datname = current_database()) THEN 'another database'
+	            ELSE coalesce(pg_filenode_relation(CASE WHEN m[1]::oid = 1663 THEN 0 ELSE m[1]::oid END, m[3]::oid)::regclass::text,
+	                          'relfilenode ' || m[3]) END AS rel,
+	       count(*), sum(w.record_length - w.fpi_length)::bigint, sum(w.fpi_length)::bigint
+	  FROM pg_get_wal_records_info($1::text::pg_lsn, $2::text::pg_lsn) w,
+	       LATERAL (SELECT regexp_match(w.block_ref, 'rel (\d+)/(\d+)/(\d+)') AS m) x
+	 GROUP BY 1, 2 ORDER BY 4 DESC LIMIT 20`
 	qWALStats = `SELECT "resource_manager/record_type", count, record_size, fpi_size, combined_size
 	               FROM pg_get_wal_stats($1::text::pg_lsn, $2::text::pg_lsn, true)
 	              WHERE count > 0 ORDER BY combined_size DESC LIMIT 12`
@@ -128,6 +142,10 @@ type PhaseResult struct {
 
 	Latency Latency    `json:"latency"`
 	CDF     []CDFPoint `json:"cdf"`
+	// Ack: the consumer's acknowledgement after each receive that returned
+	// events (ms from the receive returning to the ack returning): outside
+	// the latency, which ends when the receive returns.
+	Ack Latency `json:"ack"`
 
 	WALBytes       int64   `json:"wal_bytes"`
 	WALBytesPerSec float64 `json:"wal_bytes_per_sec"`
@@ -180,6 +198,9 @@ type PhaseResult struct {
 	TopGaps []Gap `json:"top_tick_gaps,omitempty"`
 	// WALBreakdown: the phase's WAL by record type (largest first).
 	WALBreakdown []WALRecordStat `json:"wal_breakdown,omitempty"`
+	// WALByRelation (idle phases): by record type and relation, largest
+	// record bytes without FPI first (Record is "type on relation").
+	WALByRelation []WALRecordStat `json:"wal_by_relation,omitempty"`
 
 	Samples []Sample `json:"samples"`
 	Errors  []string `json:"errors,omitempty"`
@@ -215,6 +236,10 @@ type recorder struct {
 	received map[int64]time.Time
 	dups     int
 	errs     []string
+	// ackMs: per receive that returned events, ms from the receive to the
+	// acknowledgement returning (not part of the latency; shows what a
+	// latency measured after the ack would add).
+	ackMs []float64
 }
 
 func newRecorder() *recorder {
@@ -238,6 +263,12 @@ func (r *recorder) got(ids []int64, at time.Time) {
 		}
 		r.received[id] = at
 	}
+	r.mu.Unlock()
+}
+
+func (r *recorder) ack(ms float64) {
+	r.mu.Lock()
+	r.ackMs = append(r.ackMs, ms)
 	r.mu.Unlock()
 }
 
@@ -555,6 +586,9 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	ms, missing, missingDetail, worst := rec.latencies(start)
 	res.WorstEvents = worst
 	res.Latency, res.CDF = summarize(ms)
+	rec.mu.Lock()
+	res.Ack, _ = summarize(rec.ackMs)
+	rec.mu.Unlock()
 	res.Produced, res.Consumed = rec.counts()
 	res.Missing, res.Dups = missing, rec.dups
 	res.Bystander, _ = summarize(bystander)
@@ -584,6 +618,9 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	res.Stalls = stalls(tickTimes, start, phaseEnd, psi, e.serverLog, runs)
 	if werr == nil {
 		res.WALBreakdown = walBreakdown(context.WithoutCancel(ctx), conns["wal"], w0, w1, rec)
+		if p.Rate == 0 {
+			res.WALByRelation = walByRelation(context.WithoutCancel(ctx), conns["wal"], w0, w1, rec)
+		}
 		var recBytes, fpiBytes int64
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if err := conns["wal"].QueryRow(qctx, qWALTotals, w0.LSN.String(), w1.LSN.String()).Scan(&recBytes, &fpiBytes); err != nil {
@@ -725,6 +762,29 @@ func walBreakdown(ctx context.Context, c *pgx.Conn, w0, w1 pgstats.WALPoint, rec
 	return out
 }
 
+// walByRelation reads the WAL between two points by record type and
+// relation (qWALByRelation).
+func walByRelation(ctx context.Context, c *pgx.Conn, w0, w1 pgstats.WALPoint, rec *recorder) []WALRecordStat {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	rows, err := c.Query(ctx, qWALByRelation, w0.LSN.String(), w1.LSN.String())
+	if err != nil {
+		rec.errorf("wal by relation: %v", err)
+		return nil
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (WALRecordStat, error) {
+		var s WALRecordStat
+		var typ, rel string
+		err := r.Scan(&typ, &rel, &s.Count, &s.Bytes, &s.FPIBytes)
+		s.Record, s.Total = typ+" on "+rel, s.Bytes+s.FPIBytes
+		return s, err
+	})
+	if err != nil {
+		rec.errorf("wal by relation: %v", err)
+	}
+	return out
+}
+
 // lockWaits returns the server log's lock-wait lines ("still waiting for",
 // "acquired ... after") logged between from and to.
 func lockWaits(path string, from, to time.Time) ([]string, int) {
@@ -766,7 +826,7 @@ func warmup(ctx context.Context, e *env, sys system, prod, cons *pgx.Conn) error
 		return fmt.Errorf("warm-up event: %w", err)
 	}
 	for {
-		got, _, err := sys.Consume(ctx, cons, benchConsumer)
+		got, _, _, err := sys.Consume(ctx, cons, benchConsumer)
 		if err != nil {
 			return fmt.Errorf("warm-up receive: %w", err)
 		}
@@ -839,9 +899,11 @@ func consumer(ctx context.Context, e *env, sys system, p Phase, conn *pgx.Conn, 
 	}
 	for ctx.Err() == nil {
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		ids, more, err := sys.Consume(qctx, conn, name)
+		ids, at, more, err := sys.Consume(qctx, conn, name)
 		cancel()
-		at := time.Now()
+		if len(ids) > 0 && err == nil {
+			rec.ack(float64(time.Since(at).Microseconds()) / 1000)
+		}
 		if err != nil {
 			rec.errorf("consume: %v", err)
 			sleepCtx(ctx, 100*time.Millisecond)

@@ -344,7 +344,7 @@ func markdown(r *Results, chartErrs []string) string {
 	if r.WALPerTick > 0 {
 		w("\nWAL per materialized tick of one active queue (probe before pg_cron starts: N × (send; tick) − N × send, over N): **%.0f bytes** (pgquectl tick projects WAL/day with ticker.BytesPerTick).\n", r.WALPerTick)
 	}
-	w("\n## Phases\n\nLatency: producer commit (client clock after COMMIT returned) → consumer receive (client clock after receive returned), same machine, same clock.\n\n")
+	w("\n## Phases\n\nLatency: producer commit (client clock after COMMIT returned) → consumer receive (client clock once the receive returned its rows, before the ack), same machine, same clock.\n\n")
 	w("| phase | system | Hz | ev/s | xmin | wake | rotation | s | events | p50 | p95 | p99 | p99.9 | max ms | WAL/s | dead tick | dead sub | dead queue | dead event | max tick gap ms | handover gap ms | cron runs | backends | notify | bystander p99 ms | peak CPU / I/O pressure |\n")
 	w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Phases {
@@ -362,13 +362,17 @@ func markdown(r *Results, chartErrs []string) string {
 	var splits []string
 	for _, p := range r.Phases {
 		if s := p.Split; s != nil && p.Missing == 0 {
-			splits = append(splits, fmt.Sprintf("| %s | %.1f | %.2f / %.2f | %.2f / %.2f / %.2f | %d |", p.Name, s.TickIntervalMs, s.WaitP50, s.WaitMean, s.AfterTickP50, s.AfterTickMean, s.AfterTickP99, s.Events))
+			ack := "—"
+			if p.Ack.Count > 0 {
+				ack = fmt.Sprintf("%.2f / %.2f", p.Ack.P50, p.Ack.P99)
+			}
+			splits = append(splits, fmt.Sprintf("| %s | %.1f | %.2f / %.2f | %.2f / %.2f / %.2f | %s | %d |", p.Name, s.TickIntervalMs, s.WaitP50, s.WaitMean, s.AfterTickP50, s.AfterTickMean, s.AfterTickP99, ack, s.Events))
 		}
 	}
 	if len(splits) > 0 {
 		w("\n### Where the latency goes\n\n")
-		w("Each event's latency divided at the first tick of its queue whose `tick_time` (the tick transaction's start; same machine clock) is at or after the event's commit: the wait for that tick (uniform over a tick interval: half of it on average), and the rest - the tick's own work and COMMIT, the consumer's poll interval, its receive.\n\n")
-		w("| phase | mean tick interval ms | wait for the tick p50 / mean ms | tick → receive p50 / mean / p99 ms | events |\n|---|---|---|---|---|\n")
+		w("Each event's latency divided at the first tick of its queue whose `tick_time` (the tick transaction's start; same machine clock) is at or after the event's commit: the wait for that tick (uniform over a tick interval: half of it on average), and the rest - the tick's own work and COMMIT, the consumer's poll interval, its receive. The consumer's ack after the receive is not part of the latency (its own column: receive returned → ack returned).\n\n")
+		w("| phase | mean tick interval ms | wait for the tick p50 / mean ms | tick → receive p50 / mean / p99 ms | ack p50 / p99 ms | events |\n|---|---|---|---|---|---|\n")
 		for _, s := range splits {
 			w("%s\n", s)
 		}
@@ -433,6 +437,12 @@ func markdown(r *Results, chartErrs []string) string {
 			w("\n**%s** — %s/s in all:\n\n| record | records/s | bytes/s | of which FPI |\n|---|---|---|---|\n", p.Name, human(p.WALBytesPerSec))
 			for _, st := range p.WALBreakdown {
 				w("| %s | %.0f | %s | %s |\n", st.Record, float64(st.Count)/p.WALSeconds, human(float64(st.Total)/p.WALSeconds), human(float64(st.FPIBytes)/p.WALSeconds))
+			}
+			if len(p.WALByRelation) > 0 {
+				w("\nBy relation (pg_get_wal_records_info; largest record bytes without FPI first, top 20):\n\n| record on relation | records/s | bytes/s without FPI | FPI bytes/s |\n|---|---|---|---|\n")
+				for _, st := range p.WALByRelation {
+					w("| %s | %.2f | %s | %s |\n", st.Record, float64(st.Count)/p.WALSeconds, human(float64(st.Bytes)/p.WALSeconds), human(float64(st.FPIBytes)/p.WALSeconds))
+				}
 			}
 		}
 	}

@@ -288,7 +288,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		}
 		log.Info("phase done", "name", p.Name, "p50_ms", r.Latency.P50, "p99_ms", r.Latency.P99, "max_ms", r.Latency.Max,
 			"wal_bytes_per_sec", int64(r.WALBytesPerSec), "peak_dead_tick", r.PeakDeadTick, "peak_dead_sub", r.PeakDeadSub,
-			"max_tick_gap_ms", r.MaxTickGapMs)
+			"max_tick_gap_ms", r.MaxTickGapMs, "ack_p50_ms", r.Ack.P50)
 	}
 	if bar != nil {
 		_ = bar.Finish()

@@ -30,7 +30,10 @@ type system interface {
 	// found no batch at all. A driver that slept after an empty batch fell
 	// behind by tens of seconds at 100 Hz on systems that hand out one tick
 	// per batch (PgQ, PgQue 0.2.0), which measured the driver, not the system.
-	Consume(ctx context.Context, conn *pgx.Conn, consumer string) (ids []int64, more bool, err error)
+	// at is when the events were received (the client's clock once the
+	// receiving call returned its rows), before the acknowledgement: the
+	// latency ends there, not after the ack's durable COMMIT.
+	Consume(ctx context.Context, conn *pgx.Conn, consumer string) (ids []int64, at time.Time, more bool, err error)
 	// Channel is the NOTIFY channel a LISTEN consumer waits on ("" = none).
 	Channel() string
 	// QueueID of the active queue (tick rows are keyed by it).
@@ -178,19 +181,19 @@ func (s *pgqueSystem) Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-func (s *pgqueSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, bool, error) {
-	ids, err := receiveAck(ctx, conn, consumer)
+func (s *pgqueSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, time.Time, bool, error) {
+	ids, at, err := receiveAck(ctx, conn, consumer)
 	// Our receive() returns every event ready (across ticks, up to
 	// receiveMax) and writes nothing for an empty one: no rows = caught up.
-	return ids, len(ids) > 0, err
+	return ids, at, len(ids) > 0, err
 }
 
 // receiveAck runs receive() and acks the batches it returned (the SQL API
 // both pgque and PgQue 0.2.0 have).
-func receiveAck(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, error) {
+func receiveAck(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, time.Time, error) {
 	rows, err := conn.Query(ctx, pqReceive, benchQueue, consumer, receiveMax)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var ids []int64
 	batches := map[int64]bool{}
@@ -200,15 +203,16 @@ func receiveAck(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, 
 		batches[batch] = true
 		return nil
 	})
+	at := time.Now()
 	if err != nil {
-		return nil, err
+		return nil, at, err
 	}
 	for b := range batches {
 		if _, err := conn.Exec(ctx, pqAck, b); err != nil {
-			return ids, fmt.Errorf("ack %d: %w", b, err)
+			return ids, at, fmt.Errorf("ack %d: %w", b, err)
 		}
 	}
-	return ids, nil
+	return ids, at, nil
 }
 
 func (s *pgqueSystem) QueueID(ctx context.Context, conn *pgx.Conn) (int64, error) {
@@ -332,33 +336,34 @@ func (s *pgqSystem) Produce(ctx context.Context, conn *pgx.Conn, n int) ([]int64
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-func (s *pgqSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, bool, error) {
+func (s *pgqSystem) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, time.Time, bool, error) {
 	var batch *int64
 	if err := conn.QueryRow(ctx, pgqNextBatch, benchQueue, consumer).Scan(&batch); err != nil {
-		return nil, false, err
+		return nil, time.Now(), false, err
 	}
 	if batch == nil {
-		return nil, false, nil // no tick past ours: caught up
+		return nil, time.Now(), false, nil // no tick past ours: caught up
 	}
-	ids, err := batchEventsFinish(ctx, conn, pgqBatchEvents, pgqFinish, *batch)
-	return ids, true, err
+	ids, at, err := batchEventsFinish(ctx, conn, pgqBatchEvents, pgqFinish, *batch)
+	return ids, at, true, err
 }
 
 // batchEventsFinish reads a batch's events and finishes it (PgQ's
 // get_batch_events / finish_batch, which PgQue 0.2.0 keeps).
-func batchEventsFinish(ctx context.Context, conn *pgx.Conn, events, finish string, batch int64) ([]int64, error) {
+func batchEventsFinish(ctx context.Context, conn *pgx.Conn, events, finish string, batch int64) ([]int64, time.Time, error) {
 	rows, err := conn.Query(ctx, events, batch)
 	if err != nil {
-		return nil, err
+		return nil, time.Now(), err
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	at := time.Now()
 	if err != nil {
-		return nil, err
+		return nil, at, err
 	}
 	if _, err := conn.Exec(ctx, finish, batch); err != nil {
-		return ids, err
+		return ids, at, err
 	}
-	return ids, nil
+	return ids, at, nil
 }
 
 func (s *pgqSystem) QueueID(ctx context.Context, conn *pgx.Conn) (int64, error) {
@@ -443,20 +448,20 @@ func (s *pgque020System) Name() string { return SystemPgque020 }
 // Consume: receive() + ack(); when receive() returned nothing, next_batch()
 // says whether that was an empty batch (then more batches may be ready:
 // take the next one now) or no batch (caught up: sleep).
-func (s *pgque020System) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, bool, error) {
-	ids, err := receiveAck(ctx, conn, consumer)
+func (s *pgque020System) Consume(ctx context.Context, conn *pgx.Conn, consumer string) ([]int64, time.Time, bool, error) {
+	ids, at, err := receiveAck(ctx, conn, consumer)
 	if err != nil || len(ids) > 0 {
-		return ids, len(ids) > 0, err
+		return ids, at, len(ids) > 0, err
 	}
 	var batch *int64
 	if err := conn.QueryRow(ctx, p020NextBatch, benchQueue, consumer).Scan(&batch); err != nil {
-		return nil, false, err
+		return nil, time.Now(), false, err
 	}
 	if batch == nil {
-		return nil, false, nil
+		return nil, time.Now(), false, nil
 	}
-	ids, err = batchEventsFinish(ctx, conn, p020BatchEvents, p020Finish, *batch)
-	return ids, true, err
+	ids, at, err = batchEventsFinish(ctx, conn, p020BatchEvents, p020Finish, *batch)
+	return ids, at, true, err
 }
 func (s *pgque020System) TickerJobLike() string { return "%pgque.ticker_loop()%" }
 

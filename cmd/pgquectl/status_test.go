@@ -243,6 +243,25 @@ func tickerJobForTest(t *testing.T, engine *pgx.Conn) (int64, *pgx.Conn) {
 	return id, server
 }
 
+// partnerTickerJobForTest registers the never-due second ticker job
+// (pgque_ticker_2@<db>) beside tickerJobForTest's: the engine's job set has
+// two, and status warns of one alone (an outdated job set).
+func partnerTickerJobForTest(t *testing.T, engine, server *pgx.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var id int64
+	if err := server.QueryRow(ctx, `SELECT cron.schedule_in_database('pgque_ticker_2@' || $1, '0 0 1 1 *', 'CALL pgque.ticker_loop()', $1)`,
+		engine.Config().Database).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = server.Exec(ctx, `SELECT cron.unschedule($1::bigint)`, id)
+	})
+}
+
 // Run rows written the way pg_cron 1.4 writes them (observed on this
 // server with a job pointing at a port nothing listens on): a run that
 // could not connect is 'failed', 'connection failed', with no start_time,
@@ -266,6 +285,11 @@ func TestStatusCronConnectionFailedIsCrit(t *testing.T) {
 	conn := pgtest.Conn(t, dsn)
 	id, cron := tickerJobForTest(t, conn)
 	statusExec(t, cron, sqlRunSucceeded, id)
+	if code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0"); code != 1 ||
+		!strings.Contains(out, "WARN ticking: only one pg_cron ticker job") || !strings.Contains(out, "re-run pgquectl tick") {
+		t.Fatalf("one ticker job (an outdated job set), one successful run: exit %d (want 1: re-run pgquectl tick), %q %q", code, out, errOut)
+	}
+	partnerTickerJobForTest(t, conn, cron)
 	if code, out, errOut := statusMain(t, "status", "--dsn", dsn, "--check", "--sample", "0"); code != 0 {
 		t.Fatalf("one successful run: exit %d, %q %q", code, out, errOut)
 	}
@@ -288,7 +312,7 @@ func TestStatusCronConnectionFailedIsCrit(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Cron.Jobs) != 1 || r.Cron.Jobs[0].Failed != 3 || r.Cron.Jobs[0].Runs != 4 || r.Cron.Jobs[0].FailedSinceSuccess != 3 {
+	if len(r.Cron.Jobs) != 2 || r.Cron.Jobs[0].Failed != 3 || r.Cron.Jobs[0].Runs != 4 || r.Cron.Jobs[0].FailedSinceSuccess != 3 {
 		t.Errorf("job row: %+v", r.Cron.Jobs)
 	}
 }
@@ -301,6 +325,7 @@ func TestStatusCronAndDaemonBothTick(t *testing.T) {
 	dsn := pgtest.NewDB(t)
 	conn := pgtest.Conn(t, dsn)
 	id, cron := tickerJobForTest(t, conn)
+	partnerTickerJobForTest(t, conn, cron)
 	statusExec(t, cron, sqlRunSucceeded, id)
 	leader := pgtest.Conn(t, dsn)
 	statusExec(t, leader, `SELECT pg_advisory_lock($1::int4, $2::int4)`, locks.ClassID, locks.TickerLeader)

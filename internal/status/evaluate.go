@@ -256,6 +256,21 @@ func scheduleInterval(s string) (float64, bool) {
 		n, err := strconv.Atoi(k)
 		return float64(n) * 60, err == nil && n > 0
 	}
+	// 'A-B/N * * * *' (pgque's second pg_cron 1.4 ticker job, '1-59/2'):
+	// every N minutes when the range leaves at most N minutes uncovered
+	// around the hour; otherwise the gap across the hour is longer.
+	if rng, step, found := strings.Cut(f[0], "/"); found {
+		lo, hi, isRange := strings.Cut(rng, "-")
+		a, errA := strconv.Atoi(lo)
+		b, errB := strconv.Atoi(hi)
+		n, errN := strconv.Atoi(step)
+		if isRange && errA == nil && errB == nil && errN == nil && n > 0 && a >= 0 && a <= b && b < 60 {
+			last := a + (b-a)/n*n // the last minute of the hour it fires at
+			if a+60-last <= n {
+				return float64(n) * 60, true
+			}
+		}
+	}
 	return 0, false
 }
 

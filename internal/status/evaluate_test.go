@@ -32,7 +32,8 @@ func TestScheduleInterval(t *testing.T) {
 	t.Parallel()
 	for s, want := range map[string]float64{
 		"1 seconds": 1, "10 seconds": 10, "* * * * *": 60, "*/5 * * * *": 300, "17 * * * *": 3600,
-		"0 0 1 1 *": -1, "@hourly": -1, "0 seconds": -1, "1-5 * * * *": -1,
+		"1-59/2 * * * *": 120, "0-58/2 * * * *": 120, "0-59/5 * * * *": 300,
+		"0 0 1 1 *": -1, "@hourly": -1, "0 seconds": -1, "1-5 * * * *": -1, "1-30/2 * * * *": -1, "5-2/2 * * * *": -1,
 	} {
 		got, ok := scheduleInterval(s)
 		if (want < 0 && ok) || (want >= 0 && (!ok || got != want)) {
@@ -236,6 +237,37 @@ func TestTickingIgnoresOneTickerJobsPauseWhenTwoTakeTurns(t *testing.T) {
 		(&Collector{}).judgeTicking(r)
 		if got := strings.Contains(r.Cron.Ticking.Reason, "longest pause between ticker runs"); got != tc.wantPause {
 			t.Errorf("%d ticker job(s): reason %q; want the pause between one job's runs reported: %v", len(tc.jobs), r.Cron.Ticking.Reason, tc.wantPause)
+		}
+	}
+}
+
+// TestTickingWarnsOfAJobSetWithOneTickerJob: the engine registers two
+// ticker jobs; an install whose pg_cron still has one (registered by an
+// older engine, kept until pgquectl tick is re-run) gets a WARN that says
+// to re-run pgquectl tick. Two jobs are OK.
+func TestTickingWarnsOfAJobSetWithOneTickerJob(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 1, 13, 0, 30, 0, time.UTC)
+	job := func(name, sched string) JobRow {
+		return JobRow{CronJob: pgstats.CronJob{Name: name, Schedule: sched, Command: "CALL pgque.ticker_loop()", Active: true,
+			LastFinishedStatus: "succeeded"}, Verdict: ok("fine")}
+	}
+	for _, tc := range []struct {
+		jobs []JobRow
+		want Level
+	}{
+		{[]JobRow{job("pgque_ticker@db", "*/2 * * * *"), job("pgque_ticker_2@db", "1-59/2 * * * *")}, OK},
+		{[]JobRow{job("pgque_ticker@db", "1 seconds"), job("pgque_ticker_2@db", "1 seconds")}, OK},
+		{[]JobRow{job("pgque_ticker@db", "* * * * *")}, Warn},
+	} {
+		r := &Report{Session: &pgstats.SessionInfo{Database: "db", Now: now}}
+		r.Cron.Jobs = tc.jobs
+		(&Collector{}).judgeTicking(r)
+		if r.Cron.Ticking.Level != tc.want {
+			t.Errorf("%d ticker job(s): ticking %s (%s), want %s", len(tc.jobs), r.Cron.Ticking.Level, r.Cron.Ticking.Reason, tc.want)
+		}
+		if tc.want == Warn && !strings.Contains(r.Cron.Ticking.Reason, "re-run pgquectl tick") {
+			t.Errorf("reason %q does not say to re-run pgquectl tick", r.Cron.Ticking.Reason)
 		}
 	}
 }

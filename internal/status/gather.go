@@ -627,6 +627,14 @@ func (c *Collector) judgeTicking(r *Report) {
 	default:
 		v = warn("nothing ticks the %d queue(s): no pg_cron ticker job and no ticker daemon; run pgquectl tick (pg_cron) or pgquectl tick --run", needTicks)
 	}
+	// The engine registers two ticker jobs (pgque.cron_jobs(): one runs the
+	// loop while the other's run stands by to take over when it ends). One
+	// alone is a job set from before that - it stays until pgquectl tick
+	// is run again - and ticking pauses at each of its runs' ends.
+	if ticker != nil && tickerJobs == 1 {
+		v = worse(v, warn("only one pg_cron ticker job (%s, %s): this engine runs two taking turns, so ticking pauses when a run ends; the job set predates the engine: re-run pgquectl tick to register the current one (%s)",
+			ticker.Name, ticker.Schedule, v.Reason))
+	}
 	if stalled != nil {
 		cs.DownFor = stalled.TickerLag
 		lvl := stalled.Level

@@ -5,7 +5,8 @@
 -- queue and a retry is redelivered within about two tick periods of its
 -- due time). A queue whose tick would wait on a lock longer than
 -- ticker_lock_timeout_ms, or whose tick lock another session holds, is
--- skipped until the next call, so one stuck queue never stalls the others.
+-- skipped until the next call, so one stuck queue never stalls the others;
+-- so is a queue dropped while the call runs (its relations gone).
 -- Must run in READ COMMITTED (raises otherwise): a tick records the current
 -- snapshot, and ticks must only move forward.
 -- Reads pg_locks once per call when some queue is due (tick_in_flight).
@@ -61,9 +62,12 @@ BEGIN
                 RAISE LOG 'pgque: ticker skipped queue % this round: %', v_due.queue_name, SQLERRM;
             END;
         END LOOP;
-    EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+    EXCEPTION WHEN lock_not_available OR deadlock_detected OR undefined_table OR internal_error THEN
         -- Some queue's objects are locked (being dropped or altered) and the
-        -- set-based check could not read them: check queue by queue instead.
+        -- set-based check could not read them, or a queue read before a
+        -- concurrent drop_queue() committed has lost its relations ("could
+        -- not open relation with OID", internal_error): check queue by
+        -- queue instead, each with a fresh snapshot.
         v_n := 0;
         FOR v_qid IN SELECT q.queue_id FROM pgque.queue q ORDER BY q.queue_id LOOP
             BEGIN
@@ -75,8 +79,15 @@ BEGIN
                         v_n := v_n + 1;
                     END IF;
                 END IF;
-            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-                RAISE LOG 'pgque: ticker skipped queue id % this round: %', v_qid, SQLERRM;
+            EXCEPTION
+                WHEN lock_not_available OR deadlock_detected THEN
+                    RAISE LOG 'pgque: ticker skipped queue id % this round: %', v_qid, SQLERRM;
+                WHEN undefined_table OR internal_error THEN
+                    -- Dropped meanwhile: skip it. Anything else is a real error.
+                    IF EXISTS (SELECT 1 FROM pgque.queue q WHERE q.queue_id = v_qid) THEN
+                        RAISE;
+                    END IF;
+                    RAISE LOG 'pgque: ticker skipped queue id % this round: dropped meanwhile (%)', v_qid, SQLERRM;
             END;
         END LOOP;
     END;

@@ -17,7 +17,10 @@
 -- the lock held stands by: it waits for the lock in 100 ms lock_timeout
 -- steps (a fresh snapshot each step, so waiting never holds the xmin
 -- horizon back), takes over the moment the holder lets go, and gives up
--- after two slots (pg_cron starts it again). 1.5 s before the holder's slot
+-- after two slots (pg_cron starts it again); a step whose timeout fires as
+-- the lock is granted (PostgreSQL raises the timeout and keeps the grant)
+-- counts as taken, and the run releases every hold of the lock on its way
+-- out. 1.5 s before the holder's slot
 -- ends (or 250 ms in, if that is later) it warms up: a real ticker() round
 -- with one queue forced due, rolled back, then rotate_metadata() and step
 -- 2, so that its first round after the takeover does not compile and plan
@@ -188,7 +191,22 @@ BEGIN
             PERFORM pg_catalog.pg_advisory_lock(c_class, c_key);
             v_locked := true;
         EXCEPTION WHEN lock_not_available THEN
-            v_locked := false;
+            -- The holder may have let go just as the timeout fired (a
+            -- waiter granted the lock but not scheduled before its timer
+            -- went off): PostgreSQL then raises the timeout with the
+            -- session-level lock granted, and the subtransaction's abort
+            -- does not release it. Count it as taken - waiting again
+            -- would take it a second time, and one unlock on the way out
+            -- would leave it held until the backend exits.
+            SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 INTO v_locked
+              FROM pg_catalog.pg_locks l
+             WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
+               AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
+               AND l.classid OPERATOR(pg_catalog.=) c_class::pg_catalog.oid
+               AND l.objid OPERATOR(pg_catalog.=) c_key::pg_catalog.oid
+               AND l.objsubid OPERATOR(pg_catalog.=) 2
+               AND l.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                                       WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database());
         END;
         COMMIT;
         IF NOT v_locked AND pg_catalog.clock_timestamp() OPERATOR(pg_catalog.>=) v_give_up THEN
@@ -329,7 +347,18 @@ BEGIN
         COMMIT;
     END LOOP;
     -- Hand over at once: a run of the other job is waiting on the lock.
-    PERFORM pg_catalog.pg_advisory_unlock(c_class, c_key);
+    -- Every hold of it (a session-level lock counts holds): a session that
+    -- kept one would block every other run until its backend exits.
+    LOOP
+        EXIT WHEN NOT pg_catalog.pg_advisory_unlock(c_class, c_key);
+        EXIT WHEN NOT EXISTS (
+            SELECT FROM pg_catalog.pg_locks l
+             WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
+               AND l.pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()
+               AND l.classid OPERATOR(pg_catalog.=) c_class::pg_catalog.oid
+               AND l.objid OPERATOR(pg_catalog.=) c_key::pg_catalog.oid
+               AND l.objsubid OPERATOR(pg_catalog.=) 2);
+    END LOOP;
     COMMIT;
     -- Long slots (pg_cron >= 1.5): once a standby has taken over, linger
     -- 2 s before returning, so that the run pg_cron starts next for this
@@ -345,6 +374,7 @@ BEGIN
         SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 INTO v_handed
           FROM pg_catalog.pg_locks l
          WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
+           AND l.pid OPERATOR(pg_catalog.<>) pg_catalog.pg_backend_pid()
            AND l.classid OPERATOR(pg_catalog.=) c_class::pg_catalog.oid
            AND l.objid OPERATOR(pg_catalog.=) c_key::pg_catalog.oid
            AND l.objsubid OPERATOR(pg_catalog.=) 2
