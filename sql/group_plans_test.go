@@ -289,15 +289,7 @@ func TestPopReadsBoundedByBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	eventReads := func() int64 {
-		t.Helper()
-		var n int64
-		if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
-		    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	eventReads := func() int64 { return eventReads(t, tx) }
 	// (a delta inside the transaction: PostgreSQL 15's pg_stat_xact_* also
 	// show earlier transactions' counts not yet flushed)
 	base := eventReads()
@@ -315,6 +307,20 @@ func TestPopReadsBoundedByBatch(t *testing.T) {
 	if read > 8 {
 		t.Errorf("a pop of 1 message read %d events (its partition holds 120), want at most 8", read)
 	}
+}
+
+// eventReads is the number of event-table rows the transaction has read
+// so far (index fetches and sequential reads; a delta inside one
+// transaction: PostgreSQL 15's pg_stat_xact_* also show earlier
+// transactions' counts not yet flushed).
+func eventReads(t *testing.T, tx pgx.Tx) int64 {
+	t.Helper()
+	var n int64
+	if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
+	    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestPopAckCursorReadsBoundedByItems: a pop over 2 candidates and an ack
@@ -477,15 +483,7 @@ func TestReseedReadsBoundedAfterAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	eventReads := func() int64 {
-		t.Helper()
-		var n int64
-		if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
-		    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	eventReads := func() int64 { return eventReads(t, tx) }
 	for round := 1; round <= 2; round++ { // the first call plans, the second runs the cached generic plan
 		base := eventReads()
 		var listed int64
