@@ -72,6 +72,9 @@ type Config struct {
 	// Ticker is the scheduled ticking beside the brokers: TickerDaemon
 	// (default), TickerCron or TickerNone.
 	Ticker string
+	// StatementsTrack is pg_stat_statements.track: "top" (default) or
+	// "all" (nested statements and planning time too).
+	StatementsTrack string
 	// Cells, when set, names the cells to run (a name or a name prefix
 	// each); the others are listed as skipped.
 	Cells []string

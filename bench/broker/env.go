@@ -28,12 +28,12 @@ const benchDB = "pgque_bench"
 // alike in every cell), and pg_stat_statements for the time PostgreSQL
 // spends per pop. shared_preload_libraries is set here for this cluster
 // only (it overrides localpg's 'pg_cron' line: the later line wins).
-func clusterSettings(cron bool) map[string]string {
+func clusterSettings(cron bool, track string) map[string]string {
 	preload := "'pg_stat_statements'"
 	if cron {
 		preload = "'pg_cron,pg_stat_statements'"
 	}
-	return map[string]string{
+	m := map[string]string{
 		"shared_buffers":             "'512MB'",
 		"max_wal_size":               "'8GB'",
 		"checkpoint_timeout":         "'1h'",
@@ -46,6 +46,11 @@ func clusterSettings(cron bool) map[string]string {
 		"log_min_duration_statement": "-1",
 		"log_timezone":               "'UTC'",
 	}
+	if track == "all" {
+		m["pg_stat_statements.track"] = "'all'"
+		m["pg_stat_statements.track_planning"] = "on"
+	}
+	return m
 }
 
 // env is the running benchmark environment: the cluster, the binary, the
@@ -128,7 +133,7 @@ func setupEnv(ctx context.Context, cfg Config) (*env, error) {
 	// The cluster lives in a subdirectory: the state directory also holds
 	// the binary and the broker logs, and localpg hands its directory to
 	// the postgres user when run as root.
-	opts := localpg.Options{StateDir: filepath.Join(cfg.StateDir, "pg"), Settings: clusterSettings(binaries.HasPgCron()), Log: log}
+	opts := localpg.Options{StateDir: filepath.Join(cfg.StateDir, "pg"), Settings: clusterSettings(binaries.HasPgCron(), cfg.StatementsTrack), Log: log}
 	if c, err := localpg.Open(opts); err == nil {
 		if err := c.Destroy(context.WithoutCancel(ctx)); err != nil {
 			return nil, fmt.Errorf("resetting %s: %w", opts.StateDir, err)
@@ -393,7 +398,7 @@ func (e *env) endCell(ctx context.Context, s pgSnapshot, c *Cell) error {
 		return fmt.Errorf("reading the WAL position: %w", err)
 	}
 	rows, err := e.db.Query(ctx, `SELECT query, calls, total_exec_time FROM pg_stat_statements
-		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND toplevel`)
 	if err != nil {
 		return fmt.Errorf("reading pg_stat_statements: %w", err)
 	}

@@ -56,6 +56,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ticker := fs.String("ticker", TickerDaemon, "scheduled ticking beside the brokers: daemon (pgquectl tick --run --hz 100), cron (pg_cron jobs at 100 Hz; pg_cron 1.4 starts them at the next minute) or none (the brokers' own ticks only)")
 	rerender := fs.String("report", "", "re-judge the targets and re-render report.md from DIR/results.json, run nothing")
 	parts := fs.String("partitions", "", "partition counts of the wildcard cells, comma-separated (default: the profile's: quick 100,1000; full 100,1000,10000)")
+	latDur := fs.Duration("latency-duration", 0, "length of the latency cells' producer run instead of the profile's (quick 3s, full 1m)")
+	track := fs.String("statements-track", "top", "pg_stat_statements.track of the cluster: top (the report's statement groups) or all (nested statements too, with planning time: for finding where a function's time goes; the report's groups then hold only top-level rows)")
 	cells := fs.String("cells", "", "run only these cells (comma-separated names or name prefixes, e.g. latency-off,push-batch100); the others are listed as skipped")
 	var serveFlags multiFlag
 	fs.Var(&serveFlags, "serve-flag", "extra flag for every `pgquectl serve` (repeat it: --serve-flag=--pool-size=40 --serve-flag=--log-level=info)")
@@ -95,12 +97,23 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			params.HotPartitions = append(params.HotPartitions, n)
 		}
 	}
+	if *latDur < 0 {
+		fmt.Fprintf(stderr, "broker bench: --latency-duration %v: must be positive\n", *latDur)
+		return 2
+	}
+	if *latDur > 0 {
+		params.LatencyDuration = *latDur
+	}
+	if *track != "top" && *track != "all" {
+		fmt.Fprintf(stderr, "broker bench: --statements-track %q: use top or all\n", *track)
+		return 2
+	}
 	if *out == "" {
 		*out = filepath.Join("bench", "broker", "results", time.Now().UTC().Format("2006-01-02"))
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := Config{Profile: *profile, Params: params, StateDir: *state, OutDir: *out, Binary: *bin,
-		ServeFlags: serveFlags, KeepCluster: *keep, Cells: splitList(*cells), Ticker: *ticker, Log: log,
+		ServeFlags: serveFlags, KeepCluster: *keep, Cells: splitList(*cells), Ticker: *ticker, StatementsTrack: *track, Log: log,
 		Command: append([]string{"go run ./bench/broker"}, args...)}
 	// The first signal stops the run (the report of the cells done is still
 	// written); a second one kills the process.

@@ -15,6 +15,13 @@
 --   own_inserted: the caller's own transaction inserted events of the queue.
 -- Must be called after the queues' sequences were read and before the
 -- tick's snapshot is taken (tick_queue). An empty array reads nothing.
+-- Its statement is planned once per session: its parameters are read
+-- through scalar subqueries ((SELECT i_queue_ids)), so a custom plan would
+-- cost the same as the generic one and PL/pgSQL keeps the generic plan
+-- (with the parameters' values visible the planner priced custom plans
+-- lower and re-planned the statement on every call). It spells the event
+-- table names out instead of calling pgque.event_table (an SQL function
+-- with SET: run through the executor, planned, on every call).
 -- Returns: one row per existing queue. Locks: none (reads pg_locks).
 -- Called by: ticker(), ticker(queue).
 CREATE OR REPLACE FUNCTION pgque.tick_in_flight(i_queue_ids int[])
@@ -32,10 +39,10 @@ BEGIN
     RETURN QUERY
     WITH qs AS (
         SELECT q.queue_id, q.queue_event_seq::oid AS seq,
-               ARRAY(SELECT to_regclass(pgque.event_table(q.queue_id, n))::oid
+               ARRAY(SELECT pg_catalog.to_regclass('pgque.event_' || q.queue_id || '_' || n)::oid
                        FROM generate_series(0, q.queue_ntables - 1) n) AS tbls
           FROM pgque.queue q
-         WHERE q.queue_id = ANY (i_queue_ids)
+         WHERE q.queue_id = ANY ((SELECT i_queue_ids)::int[])
     ), v AS (
         SELECT l.virtualtransaction,
                coalesce(bool_or(l.pid = pg_backend_pid()), false) AS own,
@@ -46,7 +53,7 @@ BEGIN
                array_agg(l.relation)
                    FILTER (WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock') AS rels
           FROM pg_locks l
-         WHERE l.granted AND (l.locktype = 'transactionid' OR l.database = v_db)
+         WHERE l.granted AND (l.locktype = 'transactionid' OR l.database = (SELECT v_db))
          GROUP BY l.virtualtransaction
     ), h AS (
         -- The caller's own transaction reads every sequence (due_queues):

@@ -11,10 +11,14 @@
 -- way insert_event / send_batch choose it (queue row read without a lock),
 -- one set-based INSERT per queue, with ev_partition set, ev_type 'default',
 -- ev_data the payload's JSON text, ev_extra1 the given transactionId.
--- Every statement is static (plans cached per session) except that INSERT,
--- a plain INSERT ... SELECT FROM unnest(arrays) whose table name is the
--- only dynamic part (cheap to plan); partitions are interned and dedup
--- locks / lookups / rows written only when needed.
+-- Every statement is static (plans cached per session); the INSERT ...
+-- SELECT FROM unnest(arrays) into the current event table runs in the
+-- queue's generated function pgque.push_insert_q<queue>_t<table>
+-- (group_plans; its plan cached per session too), called through a
+-- one-line dynamic SELECT (planning a function call costs next to nothing;
+-- an EXECUTEd INSERT was parsed, planned and initialised on every call).
+-- Partitions are interned and dedup locks / lookups / rows written only
+-- when needed.
 -- Bad input (array lengths differ, a missing queue or payload, invalid
 -- names) raises invalid_parameter_value and inserts nothing.
 -- Returns: (idx, message_id, transaction_id, queue_name, status,
@@ -127,10 +131,10 @@ BEGIN
                array_agg(fr.dd_msg ORDER BY fr.idx), array_agg(fr.ev_id ORDER BY fr.idx)
           INTO v_idx, v_pid, v_pl, v_txn, v_first, v_dd, v_ev
           FROM fresh fr;
-        EXECUTE format('INSERT INTO %s (ev_id, ev_type, ev_data, ev_extra1, ev_partition) '
-                       'SELECT u.e, ''default'', u.d, u.x, u.p FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) u(e, d, x, p) '
-                       'WHERE u.e IS NOT NULL',
-                       pgque.event_table(v_queue.queue_id, v_queue.queue_cur_table))
+        -- The INSERT is the queue's generated pgque.push_insert_q<queue>_t<table>
+        -- (group_plans): its plan is cached per session; only this call is
+        -- dynamic (a function call: nothing to plan but the call).
+        EXECUTE 'SELECT pgque.push_insert_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3, $4)'
         USING v_ev, v_pl, v_txn, v_pid;
         IF v_dedup THEN
             INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg)

@@ -1,5 +1,6 @@
--- pgque.group_plans(i_queue_id, i_create): keep a queue's generated read
--- functions in step with the engine. With i_create, (re)creates, for every
+-- pgque.group_plans(i_queue_id, i_create): keep a queue's generated
+-- functions (reads, and push's INSERT) in step with the engine. With
+-- i_create, (re)creates, for every
 -- statement kind of pgque.group_plan_sql and every event table c of the
 -- queue, pgque.<kind>_q<queue id>_t<c>: a PL/pgSQL function whose body is
 -- that statement over the tables c (current) and c - 1 (previous), static,
@@ -16,7 +17,7 @@
 -- #variable_conflict
 -- use_column. They are not SECURITY DEFINER and nobody but the owner (the
 -- engine's owner: this runs as it) may execute them (REVOKE ALL FROM
--- PUBLIC): only the SECURITY DEFINER entry points (pop_list, group_ack,
+-- PUBLIC): only the SECURITY DEFINER entry points (push, pop_list, group_ack,
 -- group_pending, group_advance_idle) call them. A generated function names
 -- only the current and the previous event table: a plan locks every table
 -- it names when it runs, and the rotation must truncate the oldest one
