@@ -222,25 +222,83 @@ BEGIN
     fn_args := 'int, int, int, int, boolean, pg_snapshot';
     fn_result := 'TABLE (partition_id int, lease_until timestamptz, last_active timestamptz)';
     fn_volatility := 'STABLE';
+    -- Candidates first, then the exact probe on them only. An event a
+    -- cursor has not consumed is after its position and not visible in
+    -- gc_lo, or not visible in gc_hi: so its ev_txid is at or above the
+    -- cursor's floor, least(greatest(xmin(gc_lo), gc_pos_txid), xmin(gc_hi)).
+    -- A partition without a cursor is judged from the subscription (none:
+    -- from the start): not visible in gs_lo. One ev_txid range scan of the
+    -- live event tables from the least floor (lease-held cursors aside;
+    -- xmin(gs_lo) too while some partition has no cursor) yields every event
+    -- any cursor may not have consumed; a partition is a candidate when one
+    -- of its events passes that cursor's test above (necessary for the
+    -- exact probe to find one), or when its lease is live. The rest of the
+    -- work is one read of the group's cursor rows and a count of the
+    -- queue's partitions (µs per row, not a probe per partition). Both
+    -- steps are one statement, one snapshot: an event the probe could see
+    -- is one the scan saw.
     fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        WITH sub AS (
+            SELECT coalesce((SELECT gs.gs_lo FROM pgque.group_subscription gs
+                              WHERE gs.gs_queue = $1 AND gs.gs_group = $2), '1:1:'::pg_snapshot) AS lo
+        ), cur AS MATERIALIZED (
+            SELECT gc.gc_partition AS pid, gc.gc_lo AS lo, gc.gc_hi AS hi, gc.gc_pos_txid AS pos_txid, gc.gc_pos AS pos,
+                   gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() AS leased,
+                   least(greatest(pg_snapshot_xmin(gc.gc_lo), coalesce(gc.gc_pos_txid, '0'::xid8)),
+                         pg_snapshot_xmin(gc.gc_hi)) AS floor
+              FROM pgque.group_cursor gc
+             WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition > coalesce($3::int, -1)
+        ), bound AS MATERIALIZED (
+            SELECT CASE WHEN (SELECT count(*) FROM pgque.partition p
+                               WHERE p.part_queue = $1 AND p.part_id > coalesce($3::int, -1))
+                             > (SELECT count(*) FROM cur)
+                        THEN (SELECT s.lo FROM sub s) END AS nocur_lo,
+                   (SELECT c.floor FROM cur c WHERE NOT c.leased ORDER BY c.floor LIMIT 1) AS cur_floor
+        ), lim AS MATERIALIZED (
+            SELECT b.nocur_lo,
+                   CASE WHEN b.nocur_lo IS NULL OR b.cur_floor < pg_snapshot_xmin(b.nocur_lo)
+                        THEN b.cur_floor ELSE pg_snapshot_xmin(b.nocur_lo) END AS t
+              FROM bound b
+        ), ev AS MATERIALIZED (
+            SELECT e.ev_partition AS pid, e.ev_txid, e.ev_id
+              FROM lim CROSS JOIN LATERAL (%s) e
+             WHERE e.ev_partition > coalesce($3::int, -1)
+        ), cand AS (
+            SELECT c.pid FROM cur c WHERE c.leased AND $5
+            UNION ALL
+            SELECT c.pid FROM cur c JOIN ev e ON e.pid = c.pid
+             WHERE NOT c.leased AND e.ev_txid >= c.floor
+               AND (NOT pg_visible_in_snapshot(e.ev_txid, c.hi)
+                    OR (NOT pg_visible_in_snapshot(e.ev_txid, c.lo)
+                        AND (c.pos_txid IS NULL OR (e.ev_txid, e.ev_id) > (c.pos_txid, c.pos))))
+            UNION ALL
+            SELECT e.pid FROM ev e
+             WHERE (SELECT lim.nocur_lo FROM lim) IS NOT NULL
+               AND NOT pg_visible_in_snapshot(e.ev_txid, (SELECT lim.nocur_lo FROM lim))
+               AND NOT EXISTS (SELECT 1 FROM cur c WHERE c.pid = e.pid)
+        )
         SELECT p.part_id,
                CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN gc.gc_lease_until END,
                gc.gc_active
-          FROM pgque.partition p
-          LEFT JOIN pgque.group_cursor gc ON gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = p.part_id
-          LEFT JOIN pgque.group_subscription gs ON gs.gs_queue = $1 AND gs.gs_group = $2
+          FROM (SELECT DISTINCT k.pid FROM cand k) k
+          JOIN pgque.partition p ON p.part_queue = $1 AND p.part_id = k.pid
+          LEFT JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
+                              WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = k.pid OFFSET 0) gc ON true
+         CROSS JOIN sub gs
          CROSS JOIN LATERAL (
                SELECT p.part_id AS gc_partition,
-                      coalesce(gc.gc_lo, gs.gs_lo, '1:1:'::pg_snapshot) AS gc_lo,
-                      coalesce(gc.gc_hi, gs.gs_lo, '1:1:'::pg_snapshot) AS gc_hi,
+                      coalesce(gc.gc_lo, gs.lo) AS gc_lo,
+                      coalesce(gc.gc_hi, gs.lo) AS gc_hi,
                       gc.gc_pos_txid, gc.gc_pos,
-                      CASE WHEN gc.gc_partition IS NULL THEN gs.gs_from ELSE gc.gc_from END AS gc_from) l
-         WHERE p.part_queue = $1 AND ($3::int IS NULL OR p.part_id > $3)
-           AND CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN $5
+                      CASE WHEN gc.gc_partition IS NULL
+                           THEN (SELECT s.gs_from FROM pgque.group_subscription s WHERE s.gs_queue = $1 AND s.gs_group = $2)
+                           ELSE gc.gc_from END AS gc_from) l
+         WHERE CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN $5
                     ELSE EXISTS (%s) OR EXISTS (%s) END
          ORDER BY p.part_id
          LIMIT $4
         $sql$,
+            pgque.group_txid_scan_sql(i_queue_id, i_tables, 'lim.t'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL, '1', '-$2', 'l.gc_from'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$6', NULL, NULL, NULL, '1', '-$2', 'l.gc_from')) || '; END';
     RETURN NEXT;
