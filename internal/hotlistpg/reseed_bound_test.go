@@ -19,13 +19,14 @@ type reseedEnv struct {
 	t   *testing.T
 	ctx context.Context
 	c   *pgx.Conn
+	dsn string
 	ids map[string]int32
 }
 
 func newReseedEnv(t *testing.T) *reseedEnv {
 	t.Helper()
 	dsn := pgtest.NewDB(t)
-	e := &reseedEnv{t: t, ctx: ctxT(t), c: pgtest.Conn(t, dsn), ids: map[string]int32{}}
+	e := &reseedEnv{t: t, ctx: ctxT(t), c: pgtest.Conn(t, dsn), dsn: dsn, ids: map[string]int32{}}
 	if _, err := broker.Configure(e.ctx, e.c, "q", nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -236,5 +237,98 @@ func TestReseedWorkBoundedByHotPartitions(t *testing.T) {
 	// ranges, plus the candidate scan: far below one per partition.
 	if scans > 200 {
 		t.Fatalf("reseed ran %d index scans on the event tables for %d hot of %d partitions, want <= 200", scans, len(hot), len(all))
+	}
+}
+
+// An event whose transaction was in progress across the ticks that moved
+// the cursor past later events of its partition (a held push) is listed
+// once it commits: it is below the cursor's position but not visible in
+// its gc_hi.
+func TestReseedListsEventCommittedAcrossTicks(t *testing.T) {
+	t.Parallel()
+	e := newReseedEnv(t)
+	e.push("a", "b")
+	if n := e.pop(true, "a", "b"); n != 2 {
+		t.Fatalf("took %d, want 2", n)
+	}
+	other := pgtest.Conn(t, e.dsn)
+	tx, err := other.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(e.ctx) }()
+	if _, err := broker.Push(e.ctx, tx, []broker.Item{{Queue: "q", Partition: "a", Payload: json.RawMessage(`"held"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	e.push("a")
+	if n := e.pop(true, "a"); n != 1 {
+		t.Fatalf("took %d beside the held push, want 1", n)
+	}
+	e.push("b")
+	if n := e.pop(true, "b"); n != 1 {
+		t.Fatalf("took %d from b, want 1", n)
+	}
+	if got, _ := e.reseed(100); len(got) != 0 {
+		t.Fatalf("before the held push commits: reseed listed %v, want nothing", got)
+	}
+	if err := tx.Commit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	if got, _ := e.reseed(100); strings.Join(got, ",") != "a" {
+		t.Fatalf("after the held push committed: reseed listed %v, want [a]", got)
+	}
+	if n := e.pop(true, "a"); n != 1 {
+		t.Fatalf("the held push: took %d, want 1", n)
+	}
+}
+
+// After event-table switches, a pending event left in the previous table
+// (the group pins the rotation there) is listed beside one in the current
+// table.
+func TestReseedListsPendingInPreviousTable(t *testing.T) {
+	t.Parallel()
+	e := newReseedEnv(t)
+	// g subscribes first ("new"), so its pin starts after the queue's
+	// first switch point: one switch, then "old" pins the next.
+	e.tick()
+	if _, err := broker.PopList(e.ctx, e.c, broker.Pop{Queue: "q", Group: "g", Batch: 1, SubscriptionMode: "new"}, []int32{}); err != nil {
+		t.Fatal(err)
+	}
+	e.tick()
+	e.push("old", "b")
+	if n := e.pop(true, "b"); n != 1 {
+		t.Fatalf("took %d, want 1", n)
+	}
+	if _, err := e.c.Exec(e.ctx, `SELECT pgque.set_queue_config('q', 'rotation_period', '0')`); err != nil {
+		t.Fatal(err)
+	}
+	table := func() (n int) {
+		if err := e.c.QueryRow(e.ctx, `SELECT queue_cur_table FROM pgque.queue WHERE queue_name = 'q'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	first, switches := table(), 0
+	for range 4 {
+		before := table()
+		for _, q := range []string{`SELECT pgque.maint_rotate_tables_step2()`, `SELECT pgque.maint_rotate_tables_step1('q')`} {
+			if _, err := e.c.Exec(e.ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if table() != before {
+			switches++
+		}
+		e.push("b")
+		e.pop(true, "b")
+	}
+	if switches != 1 || table() == first {
+		t.Fatalf("event tables switched %d times (current %d, first %d), want once: the pending event pins the rest", switches, table(), first)
+	}
+	e.push("late")
+	if got, _ := e.reseed(100); strings.Join(got, ",") != "late,old" {
+		t.Fatalf("reseed listed %v, want [late old]", got)
 	}
 }

@@ -242,8 +242,9 @@ BEGIN
             SELECT coalesce((SELECT gs.gs_lo FROM pgque.group_subscription gs
                               WHERE gs.gs_queue = $1 AND gs.gs_group = $2), '1:1:'::pg_snapshot) AS lo
         ), cur AS MATERIALIZED (
-            SELECT gc.gc_partition AS pid, gc.gc_lo AS lo, gc.gc_hi AS hi, gc.gc_pos_txid AS pos_txid, gc.gc_pos AS pos,
-                   gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() AS leased,
+            SELECT gc.gc_partition AS pid, pg_snapshot_xmin(gc.gc_lo) AS xlo, pg_snapshot_xmin(gc.gc_hi) AS xhi,
+                   gc.gc_pos_txid AS pos_txid, gc.gc_pos AS pos,
+                   coalesce(gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now(), false) AS leased,
                    least(greatest(pg_snapshot_xmin(gc.gc_lo), coalesce(gc.gc_pos_txid, '0'::xid8)),
                          pg_snapshot_xmin(gc.gc_hi)) AS floor
               FROM pgque.group_cursor gc
@@ -264,23 +265,40 @@ BEGIN
               FROM lim CROSS JOIN LATERAL (%s) e
              WHERE e.ev_partition > coalesce($3::int, -1)
         ), cand AS (
-            SELECT c.pid FROM cur c WHERE c.leased AND $5
-            UNION ALL
-            SELECT c.pid FROM cur c JOIN ev e ON e.pid = c.pid
-             WHERE NOT c.leased AND e.ev_txid >= c.floor
-               AND (NOT pg_visible_in_snapshot(e.ev_txid, c.hi)
-                    OR (NOT pg_visible_in_snapshot(e.ev_txid, c.lo)
-                        AND (c.pos_txid IS NULL OR (e.ev_txid, e.ev_id) > (c.pos_txid, c.pos))))
-            UNION ALL
-            SELECT e.pid FROM ev e
-             WHERE (SELECT lim.nocur_lo FROM lim) IS NOT NULL
-               AND NOT pg_visible_in_snapshot(e.ev_txid, (SELECT lim.nocur_lo FROM lim))
-               AND NOT EXISTS (SELECT 1 FROM cur c WHERE c.pid = e.pid)
+            -- cursor rows and event rows in one sort by partition, each
+            -- event row seeing its partition's cursor (first_value): no
+            -- join whose plan rests on row estimates (group_cursor is never
+            -- analyzed: a nested loop over 10,000 cursors x 10,000 events
+            -- would take seconds). Narrow rows (xmins, not snapshots: the
+            -- sort stays in work_mem); the test is the visibility rule
+            -- loosened to xmin bounds (not visible in s => ev_txid >=
+            -- xmin(s)), still necessary for a pending event.
+            SELECT DISTINCT x.pid
+              FROM (SELECT u.pid, u.kind, u.ev_txid, u.ev_id,
+                           first_value(u.kind) OVER w AS ck, first_value(u.xlo) OVER w AS xlo,
+                           first_value(u.xhi) OVER w AS xhi, first_value(u.pos_txid) OVER w AS pos_txid,
+                           first_value(u.pos) OVER w AS pos, first_value(u.leased) OVER w AS leased,
+                           first_value(u.floor) OVER w AS floor
+                      FROM (SELECT c.pid, 0 AS kind, NULL::xid8 AS ev_txid, NULL::bigint AS ev_id,
+                                   c.xlo, c.xhi, c.pos_txid, c.pos, c.leased, c.floor
+                              FROM cur c
+                            UNION ALL
+                            SELECT e.pid, 1, e.ev_txid, e.ev_id, NULL, NULL, NULL, NULL, NULL, NULL
+                              FROM ev e) u
+                    WINDOW w AS (PARTITION BY u.pid ORDER BY u.kind)) x
+             WHERE CASE WHEN x.kind = 0 THEN x.leased AND $5
+                        WHEN x.ck = 0 THEN NOT x.leased AND x.ev_txid >= x.floor
+                                           AND (x.ev_txid >= x.xhi
+                                                OR (x.ev_txid >= x.xlo
+                                                    AND (x.pos_txid IS NULL
+                                                         OR (x.ev_txid, x.ev_id) > (x.pos_txid, x.pos))))
+                        ELSE (SELECT lim.nocur_lo FROM lim) IS NOT NULL
+                             AND NOT pg_visible_in_snapshot(x.ev_txid, (SELECT lim.nocur_lo FROM lim)) END
         )
         SELECT p.part_id,
                CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN gc.gc_lease_until END,
                gc.gc_active
-          FROM (SELECT DISTINCT k.pid FROM cand k) k
+          FROM cand k
           JOIN pgque.partition p ON p.part_queue = $1 AND p.part_id = k.pid
           LEFT JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
                               WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = k.pid OFFSET 0) gc ON true
