@@ -10,7 +10,8 @@
 -- lease-held cursors), then the exact probe on those only: the cost grows
 -- with the events above the group's oldest unconsumed position and with
 -- the candidates, not with idle partitions (bar a read of the group's
--- cursor rows). Stale in excess only: a listed partition may be empty.
+-- cursor rows; past 64 events per partition every partition is probed,
+-- as before). Stale in excess only: a listed partition may be empty.
 -- Returns: (partition_id, lease_until (live leases only), last_active).
 -- The probe runs in the queue's generated function
 -- pgque.group_pending_q<queue>_t<current table> (group_plans).

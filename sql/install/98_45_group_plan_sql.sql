@@ -232,8 +232,10 @@ BEGIN
     -- xmin(gs_lo) too while some partition has no cursor) yields every event
     -- any cursor may not have consumed; a partition is a candidate when one
     -- of its events passes that cursor's test above (necessary for the
-    -- exact probe to find one), or when its lease is live. The rest of the
-    -- work is one read of the group's cursor rows and a count of the
+    -- exact probe to find one), or when its lease is live. The event read
+    -- stops at 64 per partition + 1000 rows: past that (a backlog) every
+    -- partition is a candidate, as before this scan existed. The rest of
+    -- the work is one read of the group's cursor rows and a count of the
     -- queue's partitions (µs per row, not a probe per partition). Both
     -- steps are one statement, one snapshot: an event the probe could see
     -- is one the scan saw.
@@ -249,14 +251,14 @@ BEGIN
                          pg_snapshot_xmin(gc.gc_hi)) AS floor
               FROM pgque.group_cursor gc
              WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition > coalesce($3::int, -1)
+        ), parts AS MATERIALIZED (
+            SELECT count(*) AS n FROM pgque.partition p WHERE p.part_queue = $1 AND p.part_id > coalesce($3::int, -1)
         ), bound AS MATERIALIZED (
-            SELECT CASE WHEN (SELECT count(*) FROM pgque.partition p
-                               WHERE p.part_queue = $1 AND p.part_id > coalesce($3::int, -1))
-                             > (SELECT count(*) FROM cur)
+            SELECT CASE WHEN (SELECT pa.n FROM parts pa) > (SELECT count(*) FROM cur)
                         THEN (SELECT s.lo FROM sub s) END AS nocur_lo,
                    (SELECT c.floor FROM cur c WHERE NOT c.leased ORDER BY c.floor LIMIT 1) AS cur_floor
         ), lim AS MATERIALIZED (
-            SELECT b.nocur_lo,
+            SELECT b.nocur_lo, 64 * (SELECT pa.n FROM parts pa) + 1000 AS cap,
                    CASE WHEN b.nocur_lo IS NULL OR b.cur_floor < pg_snapshot_xmin(b.nocur_lo)
                         THEN b.cur_floor ELSE pg_snapshot_xmin(b.nocur_lo) END AS t
               FROM bound b
@@ -264,6 +266,11 @@ BEGIN
             SELECT e.ev_partition AS pid, e.ev_txid, e.ev_id
               FROM lim CROSS JOIN LATERAL (%s) e
              WHERE e.ev_partition > coalesce($3::int, -1)
+        ), over AS MATERIALIZED (
+            -- more events above the floor than 64 per partition (a
+            -- backlog): every partition is a candidate (the exact probe,
+            -- one per partition, then costs less than reading the backlog)
+            SELECT (SELECT count(*) FROM ev) > (SELECT lim.cap FROM lim) AS o
         ), cand AS (
             -- cursor rows and event rows in one sort by partition, each
             -- event row seeing its partition's cursor (first_value): no
@@ -294,14 +301,21 @@ BEGIN
                                                          OR (x.ev_txid, x.ev_id) > (x.pos_txid, x.pos))))
                         ELSE (SELECT lim.nocur_lo FROM lim) IS NOT NULL
                              AND NOT pg_visible_in_snapshot(x.ev_txid, (SELECT lim.nocur_lo FROM lim)) END
+               AND NOT (SELECT over.o FROM over)
+            UNION
+            SELECT p.part_id FROM pgque.partition p
+             WHERE (SELECT over.o FROM over) AND p.part_queue = $1 AND p.part_id > coalesce($3::int, -1)
         )
+        -- the exact probe per candidate, in a fenced LATERAL (OFFSET 0):
+        -- never evaluated for a partition before it is known a candidate
+        SELECT r.part_id, r.lease_until, r.gc_active
+          FROM cand k CROSS JOIN LATERAL (
         SELECT p.part_id,
-               CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN gc.gc_lease_until END,
+               CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN gc.gc_lease_until END AS lease_until,
                gc.gc_active
-          FROM cand k
-          JOIN pgque.partition p ON p.part_queue = $1 AND p.part_id = k.pid
+          FROM pgque.partition p
           LEFT JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
-                              WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = k.pid OFFSET 0) gc ON true
+                              WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = p.part_id OFFSET 0) gc ON true
          CROSS JOIN sub gs
          CROSS JOIN LATERAL (
                SELECT p.part_id AS gc_partition,
@@ -311,12 +325,14 @@ BEGIN
                       CASE WHEN gc.gc_partition IS NULL
                            THEN (SELECT s.gs_from FROM pgque.group_subscription s WHERE s.gs_queue = $1 AND s.gs_group = $2)
                            ELSE gc.gc_from END AS gc_from) l
-         WHERE CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN $5
+         WHERE p.part_queue = $1 AND p.part_id = k.pid
+           AND CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN $5
                     ELSE EXISTS (%s) OR EXISTS (%s) END
-         ORDER BY p.part_id
+         OFFSET 0) r
+         ORDER BY r.part_id
          LIMIT $4
         $sql$,
-            pgque.group_txid_scan_sql(i_queue_id, i_tables, 'lim.t'),
+            pgque.group_txid_scan_sql(i_queue_id, i_tables, 'lim.t', 'lim.cap + 1'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL, '1', '-$2', 'l.gc_from'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$6', NULL, NULL, NULL, '1', '-$2', 'l.gc_from')) || '; END';
     RETURN NEXT;
