@@ -5,8 +5,13 @@
 -- range up to the latest tick); a partition the group has no cursor for is
 -- judged from the group's subscription (none yet: from the oldest event).
 -- Partitions under a live lease are left out unless i_include_leased.
--- The cost grows with the number of partitions (one probe each): this is
--- the SQL candidate scan the hot-list avoids.
+-- Candidates first (one ev_txid range scan of the live event tables from
+-- the least position the group's cursors may not have consumed, plus
+-- lease-held cursors), then the exact probe on those only: the cost grows
+-- with the events above the group's oldest unconsumed position and with
+-- the candidates, not with idle partitions (bar a read of the group's
+-- cursor rows; past 64 events per partition every partition is probed,
+-- as before). Stale in excess only: a listed partition may be empty.
 -- Returns: (partition_id, lease_until (live leases only), last_active).
 -- The probe runs in the queue's generated function
 -- pgque.group_pending_q<queue>_t<current table> (group_plans).

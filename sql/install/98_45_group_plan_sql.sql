@@ -225,25 +225,117 @@ BEGIN
     fn_args := 'int, int, int, int, boolean, pg_snapshot';
     fn_result := 'TABLE (partition_id int, lease_until timestamptz, last_active timestamptz)';
     fn_volatility := 'STABLE';
+    -- Candidates first, then the exact probe on them only. An event a
+    -- cursor has not consumed is after its position and not visible in
+    -- gc_lo, or not visible in gc_hi: so its ev_txid is at or above the
+    -- cursor's floor, least(greatest(xmin(gc_lo), gc_pos_txid), xmin(gc_hi)).
+    -- A partition without a cursor is judged from the subscription (none:
+    -- from the start): not visible in gs_lo. One ev_txid range scan of the
+    -- live event tables from the least floor (lease-held cursors aside;
+    -- xmin(gs_lo) too while some partition has no cursor) yields every event
+    -- any cursor may not have consumed; a partition is a candidate when one
+    -- of its events passes that cursor's test above (necessary for the
+    -- exact probe to find one), or when its lease is live. The event read
+    -- stops at 64 per partition + 1000 rows: past that (a backlog) every
+    -- partition is a candidate, as before this scan existed. The rest of
+    -- the work is one read of the group's cursor rows and a count of the
+    -- queue's partitions (µs per row, not a probe per partition). Both
+    -- steps are one statement, one snapshot: an event the probe could see
+    -- is one the scan saw.
     fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        WITH sub AS (
+            SELECT coalesce((SELECT gs.gs_lo FROM pgque.group_subscription gs
+                              WHERE gs.gs_queue = $1 AND gs.gs_group = $2), '1:1:'::pg_snapshot) AS lo
+        ), cur AS MATERIALIZED (
+            SELECT gc.gc_partition AS pid, pg_snapshot_xmin(gc.gc_lo) AS xlo, pg_snapshot_xmin(gc.gc_hi) AS xhi,
+                   gc.gc_pos_txid AS pos_txid, gc.gc_pos AS pos,
+                   coalesce(gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now(), false) AS leased,
+                   least(greatest(pg_snapshot_xmin(gc.gc_lo), coalesce(gc.gc_pos_txid, '0'::xid8)),
+                         pg_snapshot_xmin(gc.gc_hi)) AS floor
+              FROM pgque.group_cursor gc
+             WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition > coalesce($3::int, -1)
+        ), parts AS MATERIALIZED (
+            SELECT count(*) AS n FROM pgque.partition p WHERE p.part_queue = $1 AND p.part_id > coalesce($3::int, -1)
+        ), bound AS MATERIALIZED (
+            SELECT CASE WHEN (SELECT pa.n FROM parts pa) > (SELECT count(*) FROM cur)
+                        THEN (SELECT s.lo FROM sub s) END AS nocur_lo,
+                   (SELECT c.floor FROM cur c WHERE NOT c.leased ORDER BY c.floor LIMIT 1) AS cur_floor
+        ), lim AS MATERIALIZED (
+            SELECT b.nocur_lo, 64 * (SELECT pa.n FROM parts pa) + 1000 AS cap,
+                   CASE WHEN b.nocur_lo IS NULL OR b.cur_floor < pg_snapshot_xmin(b.nocur_lo)
+                        THEN b.cur_floor ELSE pg_snapshot_xmin(b.nocur_lo) END AS t
+              FROM bound b
+        ), ev AS MATERIALIZED (
+            SELECT e.ev_partition AS pid, e.ev_txid, e.ev_id
+              FROM lim CROSS JOIN LATERAL (%s) e
+             WHERE e.ev_partition > coalesce($3::int, -1)
+        ), over AS MATERIALIZED (
+            -- more events above the floor than 64 per partition (a
+            -- backlog): every partition is a candidate (the exact probe,
+            -- one per partition, then costs less than reading the backlog)
+            SELECT (SELECT count(*) FROM ev) > (SELECT lim.cap FROM lim) AS o
+        ), cand AS (
+            -- cursor rows and event rows in one sort by partition, each
+            -- event row seeing its partition's cursor (first_value): no
+            -- join whose plan rests on row estimates (group_cursor is never
+            -- analyzed: a nested loop over 10,000 cursors x 10,000 events
+            -- would take seconds). Narrow rows (xmins, not snapshots: the
+            -- sort stays in work_mem); the test is the visibility rule
+            -- loosened to xmin bounds (not visible in s => ev_txid >=
+            -- xmin(s)), still necessary for a pending event.
+            SELECT DISTINCT x.pid
+              FROM (SELECT u.pid, u.kind, u.ev_txid, u.ev_id,
+                           first_value(u.kind) OVER w AS ck, first_value(u.xlo) OVER w AS xlo,
+                           first_value(u.xhi) OVER w AS xhi, first_value(u.pos_txid) OVER w AS pos_txid,
+                           first_value(u.pos) OVER w AS pos, first_value(u.leased) OVER w AS leased,
+                           first_value(u.floor) OVER w AS floor
+                      FROM (SELECT c.pid, 0 AS kind, NULL::xid8 AS ev_txid, NULL::bigint AS ev_id,
+                                   c.xlo, c.xhi, c.pos_txid, c.pos, c.leased, c.floor
+                              FROM cur c
+                            UNION ALL
+                            SELECT e.pid, 1, e.ev_txid, e.ev_id, NULL, NULL, NULL, NULL, NULL, NULL
+                              FROM ev e) u
+                    WINDOW w AS (PARTITION BY u.pid ORDER BY u.kind)) x
+             WHERE CASE WHEN x.kind = 0 THEN x.leased AND $5
+                        WHEN x.ck = 0 THEN NOT x.leased AND x.ev_txid >= x.floor
+                                           AND (x.ev_txid >= x.xhi
+                                                OR (x.ev_txid >= x.xlo
+                                                    AND (x.pos_txid IS NULL
+                                                         OR (x.ev_txid, x.ev_id) > (x.pos_txid, x.pos))))
+                        ELSE (SELECT lim.nocur_lo FROM lim) IS NOT NULL
+                             AND NOT pg_visible_in_snapshot(x.ev_txid, (SELECT lim.nocur_lo FROM lim)) END
+               AND NOT (SELECT over.o FROM over)
+            UNION
+            SELECT p.part_id FROM pgque.partition p
+             WHERE (SELECT over.o FROM over) AND p.part_queue = $1 AND p.part_id > coalesce($3::int, -1)
+        )
+        -- the exact probe per candidate, in a fenced LATERAL (OFFSET 0):
+        -- never evaluated for a partition before it is known a candidate
+        SELECT r.part_id, r.lease_until, r.gc_active
+          FROM cand k CROSS JOIN LATERAL (
         SELECT p.part_id,
-               CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN gc.gc_lease_until END,
+               CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN gc.gc_lease_until END AS lease_until,
                gc.gc_active
           FROM pgque.partition p
-          LEFT JOIN pgque.group_cursor gc ON gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = p.part_id
-          LEFT JOIN pgque.group_subscription gs ON gs.gs_queue = $1 AND gs.gs_group = $2
+          LEFT JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
+                              WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = p.part_id OFFSET 0) gc ON true
+         CROSS JOIN sub gs
          CROSS JOIN LATERAL (
                SELECT p.part_id AS gc_partition,
-                      coalesce(gc.gc_lo, gs.gs_lo, '1:1:'::pg_snapshot) AS gc_lo,
-                      coalesce(gc.gc_hi, gs.gs_lo, '1:1:'::pg_snapshot) AS gc_hi,
+                      coalesce(gc.gc_lo, gs.lo) AS gc_lo,
+                      coalesce(gc.gc_hi, gs.lo) AS gc_hi,
                       gc.gc_pos_txid, gc.gc_pos,
-                      CASE WHEN gc.gc_partition IS NULL THEN gs.gs_from ELSE gc.gc_from END AS gc_from) l
-         WHERE p.part_queue = $1 AND ($3::int IS NULL OR p.part_id > $3)
+                      CASE WHEN gc.gc_partition IS NULL
+                           THEN (SELECT s.gs_from FROM pgque.group_subscription s WHERE s.gs_queue = $1 AND s.gs_group = $2)
+                           ELSE gc.gc_from END AS gc_from) l
+         WHERE p.part_queue = $1 AND p.part_id = k.pid
            AND CASE WHEN gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now() THEN $5
                     ELSE EXISTS (%s) OR EXISTS (%s) END
-         ORDER BY p.part_id
+         OFFSET 0) r
+         ORDER BY r.part_id
          LIMIT $4
         $sql$,
+            pgque.group_txid_scan_sql(i_queue_id, i_tables, 'lim.t', 'lim.cap + 1'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL, '1', '-$2', 'l.gc_from'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$6', NULL, NULL, NULL, '1', '-$2', 'l.gc_from')) || '; END';
     RETURN NEXT;
