@@ -247,7 +247,7 @@ BEGIN
             SELECT coalesce((SELECT gs.gs_lo FROM pgque.group_subscription gs
                               WHERE gs.gs_queue = $1 AND gs.gs_group = $2), '1:1:'::pg_snapshot) AS lo
         ), cur AS MATERIALIZED (
-            SELECT gc.gc_partition AS pid, pg_snapshot_xmin(gc.gc_lo) AS xlo, pg_snapshot_xmin(gc.gc_hi) AS xhi,
+            SELECT gc.gc_partition AS pid, gc.gc_lo AS lo_snap, gc.gc_hi AS hi_snap,
                    gc.gc_pos_txid AS pos_txid, gc.gc_pos AS pos,
                    coalesce(gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now(), false) AS leased,
                    least(greatest(pg_snapshot_xmin(gc.gc_lo), coalesce(gc.gc_pos_txid, '0'::xid8)),
@@ -279,27 +279,28 @@ BEGIN
             -- event row seeing its partition's cursor (first_value): no
             -- join whose plan rests on row estimates (group_cursor is never
             -- analyzed: a nested loop over 10,000 cursors x 10,000 events
-            -- would take seconds). Narrow rows (xmins, not snapshots: the
-            -- sort stays in work_mem); the test is the visibility rule
-            -- loosened to xmin bounds (not visible in s => ev_txid >=
-            -- xmin(s)), still necessary for a pending event.
+            -- would take seconds). The test is the cursor's visibility
+            -- rule itself (not visible in hi, or not visible in lo and after
+            -- the position), not its loosening to xmin bounds: under a held
+            -- xmin every snapshot's xmin stays at the holder, and the
+            -- loosened test listed every partition with an event since.
             SELECT DISTINCT x.pid
               FROM (SELECT u.pid, u.kind, u.ev_txid, u.ev_id,
-                           first_value(u.kind) OVER w AS ck, first_value(u.xlo) OVER w AS xlo,
-                           first_value(u.xhi) OVER w AS xhi, first_value(u.pos_txid) OVER w AS pos_txid,
+                           first_value(u.kind) OVER w AS ck, first_value(u.lo_snap) OVER w AS lo_snap,
+                           first_value(u.hi_snap) OVER w AS hi_snap, first_value(u.pos_txid) OVER w AS pos_txid,
                            first_value(u.pos) OVER w AS pos, first_value(u.leased) OVER w AS leased,
                            first_value(u.floor) OVER w AS floor
                       FROM (SELECT c.pid, 0 AS kind, NULL::xid8 AS ev_txid, NULL::bigint AS ev_id,
-                                   c.xlo, c.xhi, c.pos_txid, c.pos, c.leased, c.floor
+                                   c.lo_snap, c.hi_snap, c.pos_txid, c.pos, c.leased, c.floor
                               FROM cur c
                             UNION ALL
-                            SELECT e.pid, 1, e.ev_txid, e.ev_id, NULL, NULL, NULL, NULL, NULL, NULL
+                            SELECT e.pid, 1, e.ev_txid, e.ev_id, NULL::pg_snapshot, NULL::pg_snapshot, NULL, NULL, NULL, NULL
                               FROM ev e) u
                     WINDOW w AS (PARTITION BY u.pid ORDER BY u.kind)) x
              WHERE CASE WHEN x.kind = 0 THEN x.leased AND $5
                         WHEN x.ck = 0 THEN NOT x.leased AND x.ev_txid >= x.floor
-                                           AND (x.ev_txid >= x.xhi
-                                                OR (x.ev_txid >= x.xlo
+                                           AND (NOT pg_visible_in_snapshot(x.ev_txid, x.hi_snap)
+                                                OR (NOT pg_visible_in_snapshot(x.ev_txid, x.lo_snap)
                                                     AND (x.pos_txid IS NULL
                                                          OR (x.ev_txid, x.ev_id) > (x.pos_txid, x.pos))))
                         ELSE (SELECT lim.nocur_lo FROM lim) IS NOT NULL
