@@ -310,14 +310,21 @@ func TestPopReadsBoundedByBatch(t *testing.T) {
 }
 
 // eventReads is the number of event-table rows the transaction has read
-// so far (index fetches and sequential reads; a delta inside one
-// transaction: PostgreSQL 15's pg_stat_xact_* also show earlier
-// transactions' counts not yet flushed).
+// so far (tableReads).
 func eventReads(t *testing.T, tx pgx.Tx) int64 {
+	t.Helper()
+	return tableReads(t, tx, `^event_[0-9]+_[0-9]+$`)
+}
+
+// tableReads is the number of rows of the pgque tables named like the
+// pattern the transaction has read so far (index fetches and sequential
+// reads; take a delta inside one transaction: PostgreSQL 15's
+// pg_stat_xact_* also show earlier transactions' counts not yet flushed).
+func tableReads(t *testing.T, tx pgx.Tx, pattern string) int64 {
 	t.Helper()
 	var n int64
 	if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
-	    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&n); err != nil {
+	    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ $1`, pattern).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -338,15 +345,7 @@ func TestPopAckCursorReadsBoundedByItems(t *testing.T) {
 	if n := e.int64(`SELECT count(*) FROM pgque.group_cursor`); n != 300 {
 		t.Fatalf("%d cursors, want 300 (the premise: the group has a cursor per partition)", n)
 	}
-	cursorReads := func(tx pgx.Tx) int64 {
-		t.Helper()
-		var n int64
-		if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(coalesce(s.idx_tup_fetch, 0) + coalesce(s.seq_tup_read, 0)), 0)
-		    FROM pg_stat_xact_user_tables s WHERE s.schemaname = 'pgque' AND s.relname ~ '^group_cursor'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	cursorReads := func(tx pgx.Tx) int64 { return tableReads(t, tx, `^group_cursor`) }
 	tx, err := e.conn.Begin(ctxT(t))
 	if err != nil {
 		t.Fatal(err)

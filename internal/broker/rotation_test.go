@@ -113,10 +113,7 @@ func TestGroupCursorsPinRotation(t *testing.T) {
 // with -short).
 func TestDeadTuplesBoundedUnderHeldXmin(t *testing.T) {
 	t.Parallel()
-	c := pgtest.PrivateCluster(t)
-	pgtest.Exec(t, c.DSN("postgres"), `CREATE DATABASE deadtuples`)
-	dsn := c.DSN("deadtuples")
-	pgtest.InstallEngine(t, dsn)
+	dsn := pgtest.PrivateEngineDB(t, "deadtuples")
 	d := &pgtest.EngineDB{T: t, DSN: dsn, Conn: pgtest.Conn(t, dsn)}
 	e := &env{EngineDB: d, t: t, dsn: dsn, conn: d.Conn}
 	e.exec(`CREATE EXTENSION IF NOT EXISTS pgstattuple`)

@@ -321,18 +321,12 @@ func TestReseedListsEventCommittedAcrossTicks(t *testing.T) {
 // After event-table switches, a pending event left in the previous table
 // (the group pins the rotation there) is listed beside one in the current
 // table.
-// Not parallel: a switch's step 2 waits for every older transaction of
-// the cluster, and this package's parallel tests hold some open.
+// On a private cluster: a switch's step 2 waits for every older
+// transaction of the cluster, and other tests hold some open for minutes
+// (a held xmin is what they test).
 func TestReseedListsPendingInPreviousTable(t *testing.T) {
 	t.Parallel()
-	// On a private cluster: the switch (step 2) waits for every older
-	// transaction of the cluster, and other packages' tests hold some for
-	// minutes (a held xmin is what they test).
-	c := pgtest.PrivateCluster(t)
-	pgtest.Exec(t, c.DSN("postgres"), `CREATE DATABASE reseedprev`)
-	dsn := c.DSN("reseedprev")
-	pgtest.InstallEngine(t, dsn)
-	e := newReseedEnvOn(t, dsn)
+	e := newReseedEnvOn(t, pgtest.PrivateEngineDB(t, "reseedprev"))
 	// g subscribes first ("new"), so its pin starts after the queue's
 	// first switch point: one switch, then "old" pins the next.
 	e.tick()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgquectl/pgquectl/internal/localpg"
 )
 
@@ -69,4 +71,17 @@ func privateBinaries(t testing.TB) *localpg.Binaries {
 		t.Skipf("needs a private cluster of the %s server's version, whose binaries (%s) are not usable here: %v; set %s instead", EnvDSN, dir, err, EnvPGBinDir)
 	}
 	return &b
+}
+
+// PrivateEngineDB starts a private cluster (PrivateCluster), creates the
+// database name in it with the engine installed, and returns its DSN: for a
+// test whose cluster-wide effects (a held transaction id pins every
+// database's rotation) must not reach other tests, or the reverse.
+func PrivateEngineDB(t testing.TB, name string) string {
+	t.Helper()
+	c := PrivateCluster(t)
+	Exec(t, c.DSN("postgres"), `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
+	dsn := c.DSN(name)
+	InstallEngine(t, dsn)
+	return dsn
 }
