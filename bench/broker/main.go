@@ -57,6 +57,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	rerender := fs.String("report", "", "re-judge the targets and re-render report.md from DIR/results.json, run nothing")
 	parts := fs.String("partitions", "", "partition counts of the wildcard cells, comma-separated (default: the profile's: quick 100,1000; full 100,1000,10000)")
 	latDur := fs.Duration("latency-duration", 0, "length of the latency cells' producer run instead of the profile's (quick 3s, full 1m)")
+	latRate := fs.Int("latency-rate", 0, "the latency cells' producer rate in messages/s instead of the profile's 1000 (the targets are judged at 1000 only: a lower rate shows the unloaded floor)")
 	track := fs.String("statements-track", "top", "pg_stat_statements.track of the cluster: top (the report's statement groups) or all (nested statements too, with planning time: for finding where a function's time goes; the report's groups then hold only top-level rows)")
 	cells := fs.String("cells", "", "run only these cells (comma-separated names or name prefixes, e.g. latency-off,push-batch100); the others are listed as skipped")
 	var serveFlags multiFlag
@@ -103,6 +104,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if *latDur > 0 {
 		params.LatencyDuration = *latDur
+	}
+	if *latRate < 0 || *latRate > 100000 {
+		fmt.Fprintf(stderr, "broker bench: --latency-rate %d: give 1..100000 messages/s\n", *latRate)
+		return 2
+	}
+	if *latRate > 0 {
+		params.LatencyRate = *latRate
 	}
 	if *track != "top" && *track != "all" {
 		fmt.Fprintf(stderr, "broker bench: --statements-track %q: use top or all\n", *track)
