@@ -28,8 +28,9 @@ func newInstallCmd(a *app) *cobra.Command {
 		Long: `install applies the engine's SQL (embedded in this binary) in one transaction
 under an advisory lock and records the version in pgque.engine_version.
 
-Running it again is a no-op; --reinstall runs the script anyway (it is
-re-runnable). A database whose engine is newer than this binary is refused.
+Running it again is a no-op, unless the engine of this version was installed
+by different SQL (another build): then the script runs again ("refreshed").
+--reinstall runs the script anyway (it is re-runnable). A database whose engine is newer than this binary is refused.
 --dry-run prints the SQL it would run and changes nothing; that output also
 installs with: psql -v ON_ERROR_STOP=1 -1 -f FILE. It works offline: when no
 database can be reached it prints the whole install script (re-runnable).

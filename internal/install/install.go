@@ -50,6 +50,10 @@ const (
 	ActionInstalled   Action = "installed"   // no engine before
 	ActionUpgraded    Action = "upgraded"    // an older engine before
 	ActionReinstalled Action = "reinstalled" // the same version, Reinstall set
+	// ActionRefreshed: the same version, but the installed engine was made
+	// by a script other than this binary's (a newer build of the same
+	// version, or an install older than the script checksum): it ran again.
+	ActionRefreshed Action = "refreshed"
 	ActionNone        Action = "none"        // the same version: nothing to do
 )
 
@@ -78,6 +82,8 @@ func (r Result) String() string {
 		return fmt.Sprintf("%supgraded the pgque engine in database %q from %s to %s", prefix, r.Database, r.Previous, r.Version)
 	case ActionReinstalled:
 		return fmt.Sprintf("%sreinstalled pgque engine %s in database %q", prefix, r.Version, r.Database)
+	case ActionRefreshed:
+		return fmt.Sprintf("%srefreshed pgque engine %s in database %q (its SQL differed from this binary's)", prefix, r.Version, r.Database)
 	default:
 		return fmt.Sprintf("%sinstalled pgque engine %s in database %q", prefix, r.Version, r.Database)
 	}
@@ -97,6 +103,10 @@ const (
 	                        LEFT JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) r.oid`
 	sqlInstalledVersion = `SELECT version, version_num FROM pgque.engine_version ORDER BY version_num DESC, installed_at DESC LIMIT 1`
 	sqlCurrentDatabase  = `SELECT current_database()`
+	// sqlInstalledSum: the script checksum recorded with the version (NULL
+	// when an older install had no such column or did not record it).
+	sqlInstalledSum = `SELECT pg_catalog.to_jsonb(e) OPERATOR(pg_catalog.->>) 'script_sha256'::pg_catalog.text
+	                     FROM pgque.engine_version e WHERE e.version_num OPERATOR(pg_catalog.=) $1::pg_catalog.int4`
 )
 
 // Querier is what InstalledVersion needs: a *pgx.Conn or a pgx.Tx.
@@ -194,7 +204,7 @@ func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Lo
 	if err != nil {
 		return res, err
 	}
-	sc := newScript(fs)
+	sc := newInstallScript(fs)
 
 	tx, err := beginLocked(ctx, conn, "install", !opts.DryRun, &res.Database)
 	if err != nil {
@@ -215,10 +225,17 @@ func installOnce(ctx context.Context, conn *pgx.Conn, opts Options, log *slog.Lo
 	switch {
 	case prevNum > VersionNum:
 		return res, fmt.Errorf("%w: database %q has engine %s, this pgquectl installs %s; use a pgquectl at least as new as the engine (nothing was changed)", ErrNewerEngine, res.Database, prev, Version)
-	case prevNum == VersionNum && !opts.Reinstall:
-		res.Action = ActionNone
-	case prevNum == VersionNum:
+	case prevNum == VersionNum && opts.Reinstall:
 		res.Action = ActionReinstalled
+	case prevNum == VersionNum:
+		var sum *string
+		if err := tx.QueryRow(ctx, sqlInstalledSum, VersionNum).Scan(&sum); err != nil {
+			return res, fmt.Errorf("reading the installed engine's script checksum: %w", db.MapError(err))
+		}
+		res.Action = ActionNone
+		if sum == nil || *sum != sc.sum {
+			res.Action = ActionRefreshed
+		}
 	case prevNum > 0:
 		res.Action = ActionUpgraded
 	default:

@@ -519,3 +519,42 @@ func TestUninstallDropRoles(t *testing.T) {
 		t.Errorf("%d pgque roles left", roles)
 	}
 }
+
+// TestInstallRefreshesChangedScript: a plain install of the same version
+// runs the script again when the engine was made by other SQL (a newer build
+// of the same version, or an install that recorded no checksum), and is a
+// no-op once the checksums agree.
+func TestInstallRefreshesChangedScript(t *testing.T) {
+	t.Parallel()
+	conn := pgtest.Conn(t, pgtest.NewEmptyDB(t))
+	mustInstall(t, conn, install.Options{})
+	var sum *string
+	if err := conn.QueryRow(ctx(t), `SELECT script_sha256 FROM pgque.engine_version WHERE version_num = $1`, install.VersionNum).Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum == nil || len(*sum) != 64 {
+		t.Fatalf("install recorded script_sha256 = %v, want a hex SHA-256", sum)
+	}
+	// An engine function changed behind the install's back stands for the
+	// SQL of an older build of the same version.
+	pgtest.Exec(t, conn.Config().ConnString(), `CREATE OR REPLACE FUNCTION pgque.version() RETURNS text LANGUAGE sql AS $$ SELECT 'stale'::text $$`)
+	for _, stored := range []string{`'0000'`, `NULL`} {
+		pgtest.Exec(t, conn.Config().ConnString(), `UPDATE pgque.engine_version SET script_sha256 = `+stored)
+		res := mustInstall(t, conn, install.Options{})
+		if res.Action != install.ActionRefreshed || !strings.Contains(res.String(), "refreshed") {
+			t.Errorf("stored checksum %s: install = %+v %q, want refreshed", stored, res, res)
+		}
+		var v string
+		if err := conn.QueryRow(ctx(t), `SELECT pgque.version()`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if v != install.Version {
+			t.Errorf("stored checksum %s: pgque.version() = %q after the refresh, want %q", stored, v, install.Version)
+		}
+		pgtest.Exec(t, conn.Config().ConnString(), `CREATE OR REPLACE FUNCTION pgque.version() RETURNS text LANGUAGE sql AS $$ SELECT 'stale'::text $$`)
+	}
+	pgtest.Exec(t, conn.Config().ConnString(), `UPDATE pgque.engine_version SET script_sha256 = $1`, *sum)
+	if res := mustInstall(t, conn, install.Options{}); res.Action != install.ActionNone {
+		t.Errorf("same checksum: install = %+v, want none", res)
+	}
+}

@@ -5,6 +5,8 @@
 package install
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"path"
@@ -66,6 +68,9 @@ func UninstallFiles() ([]File, error) { return files("uninstall") }
 // so a server error position can be traced back to a file and line.
 type script struct {
 	text string
+	// sum is the hex SHA-256 of the files' names and texts (install scripts
+	// record it in pgque.engine_version.script_sha256).
+	sum string
 	// starts[i] is the 1-based character position where file i begins.
 	starts []int
 	files  []File
@@ -88,6 +93,21 @@ func newScript(fs []File) script {
 		chars += utf8.RuneCountInString(text)
 	}
 	s.text = b.String()
+	h := sha256.New()
+	for _, f := range fs {
+		fmt.Fprintf(h, "%s\x00%d\x00%s", f.Name, len(f.Text), f.Text)
+	}
+	s.sum = hex.EncodeToString(h.Sum(nil))
+	return s
+}
+
+// newInstallScript is newScript plus a last statement recording the
+// script's checksum with the engine version, so that a later install of
+// the same version by a binary with other SQL knows to run its script.
+func newInstallScript(fs []File) script {
+	s := newScript(fs)
+	s.text += fmt.Sprintf("-- recorded by pgquectl: the checksum of the script above\n"+
+		"UPDATE pgque.engine_version SET script_sha256 = '%s' WHERE version_num = %d;\n", s.sum, VersionNum)
 	return s
 }
 
@@ -118,7 +138,7 @@ func Script() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return newScript(fs).text, nil
+	return newInstallScript(fs).text, nil
 }
 
 // UninstallScript returns sql/uninstall/*.sql the same way.
@@ -137,5 +157,5 @@ func InstallScript() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return newScript(fs).text, nil
+	return newInstallScript(fs).text, nil
 }

@@ -18,6 +18,10 @@ CREATE TABLE IF NOT EXISTS pgque.engine_version (
     version_num  int         NOT NULL PRIMARY KEY,
     installed_at timestamptz NOT NULL DEFAULT now()
 );
+-- The SHA-256 of the install script that made this engine version (its last
+-- statement records it): pgquectl install runs the script again when its
+-- own differs, e.g. a newer build of the same version.
+ALTER TABLE pgque.engine_version ADD COLUMN IF NOT EXISTS script_sha256 text;
 
 -- Installation-wide settings (pgque.get_setting / pgque.set_setting).
 CREATE TABLE IF NOT EXISTS pgque.settings (
