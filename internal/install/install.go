@@ -54,7 +54,7 @@ const (
 	// by a script other than this binary's (a newer build of the same
 	// version, or an install older than the script checksum): it ran again.
 	ActionRefreshed Action = "refreshed"
-	ActionNone        Action = "none"        // the same version: nothing to do
+	ActionNone      Action = "none" // the same version: nothing to do
 )
 
 // Result reports what Install did.
