@@ -11,7 +11,12 @@
 -- way insert_event / send_batch choose it (queue row read without a lock),
 -- one set-based INSERT per queue, with ev_partition set, ev_type 'default',
 -- ev_data the payload's JSON text, ev_extra1 the given transactionId.
--- Every statement is static (plans cached per session); the INSERT ...
+-- The common shape (one existing queue, no transactionId, partitions
+-- interned already) takes a fast path: one static lookup of the queue and
+-- the partition ids, then the queue's generated
+-- pgque.push_fresh_q<queue>_t<table> (one INSERT ... RETURNING, the result
+-- rows computed in it), called through a one-line dynamic SELECT.
+-- Otherwise every statement is static (plans cached per session); the INSERT ...
 -- SELECT FROM unnest(arrays) into the current event table runs in the
 -- queue's generated function pgque.push_insert_q<queue>_t<table>
 -- (group_plans; its plan cached per session too), called through a
@@ -63,6 +68,28 @@ BEGIN
     END IF;
     IF v_n = 0 THEN
         RETURN;
+    END IF;
+    -- The fast path (the common shape: every item to one existing queue,
+    -- no transactionId, every payload given, every partition interned):
+    -- one lookup of the queue and the partition ids, then one call of the
+    -- queue's generated push_fresh (an INSERT ... RETURNING, planned once
+    -- per session). The condition is a simple expression (no query); any
+    -- other shape, or a partition not interned yet, takes the general path.
+    IF i_queues[1] <> '' AND i_queues[1] = ALL (i_queues)
+       AND array_position(i_payloads, NULL) IS NULL
+       AND '' = ALL (array_replace(v_txns, NULL::text, '')) THEN
+        SELECT q.queue_id, q.queue_cur_table,
+               ARRAY(SELECT p.part_id
+                       FROM unnest(v_parts) WITH ORDINALITY u(pn, o)
+                       JOIN pgque.partition p ON p.part_queue = q.queue_id AND p.part_name = coalesce(u.pn, 'Default')
+                      ORDER BY u.o)
+          INTO v_queue.queue_id, v_queue.queue_cur_table, v_pid
+          FROM pgque.queue q WHERE q.queue_name = i_queues[1];
+        IF FOUND AND cardinality(v_pid) = v_n THEN
+            RETURN QUERY EXECUTE 'SELECT * FROM pgque.push_fresh_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3)'
+            USING v_pid, i_payloads, i_queues[1];
+            RETURN;
+        END IF;
     END IF;
     SELECT u.o - 1 INTO v_bad FROM unnest(i_queues, i_payloads) WITH ORDINALITY u(q, p, o)
      WHERE u.q IS NULL OR u.q = '' OR u.p IS NULL ORDER BY u.o LIMIT 1;

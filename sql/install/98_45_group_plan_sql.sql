@@ -16,7 +16,12 @@
 -- group_advance_idle (its UPDATE; returns the rows updated), push_insert
 -- (push's INSERT of the fresh events into the current table i_tables[1]:
 -- arrays of ev ids, ev_data, ev_extra1, ev_partition; NULL ev ids are
--- skipped; returns the rows inserted; a write, unlike the others). Cursor rows
+-- skipped; returns the rows inserted; a write, unlike the others), push_fresh
+-- (push's fast path: one INSERT ... RETURNING of items of known partitions
+-- without transactionId into the current table, ev_id from the column's
+-- default (the queue's sequence, drawn in input order); arrays of partition
+-- ids and payloads, and the queue name; returns push's result rows, idx
+-- 0-based in input order). Cursor rows
 -- are looked up per named partition (a LATERAL probe of (queue, group,
 -- partition) each), never by scanning the group's cursors.
 -- Locks: none. Writes: nothing (it only builds texts). Called by: group_plans.
@@ -351,6 +356,22 @@ BEGIN
          WHERE u.e IS NOT NULL
         $sql$, format('pgque.%I', 'event_' || i_queue_id || '_' || i_tables[1]))
         || '; GET DIAGNOSTICS v_rows = ROW_COUNT; RETURN v_rows; END';
+    RETURN NEXT;
+
+    fn_kind := 'push_fresh';
+    fn_args := 'int[], jsonb[], text';
+    fn_result := 'TABLE (idx int, message_id uuid, transaction_id text, queue_name text, status text, partition_id int)';
+    fn_volatility := 'VOLATILE';
+    fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        WITH ins AS (
+            INSERT INTO %s (ev_type, ev_data, ev_partition)
+            SELECT 'default', u.d::text, u.p FROM unnest($1::int[], $2::jsonb[]) u(p, d)
+            RETURNING ev_id, ev_partition
+        )
+        SELECT (row_number() OVER (ORDER BY i.ev_id) - 1)::int, m.id, m.id::text, $3, 'queued'::text, i.ev_partition
+          FROM ins i CROSS JOIN LATERAL (SELECT pgque.message_uuid(%s, i.ev_id, now()) AS id) m
+         ORDER BY i.ev_id
+        $sql$, format('pgque.%I', 'event_' || i_queue_id || '_' || i_tables[1]), i_queue_id) || '; END';
     RETURN NEXT;
 
     fn_kind := 'group_advance_idle';

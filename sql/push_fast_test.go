@@ -1,0 +1,150 @@
+package sql_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestPushFastPath: a push of the common shape (one existing queue, no
+// transactionId, partitions interned) gives exactly what the general path
+// gives: rows in input order, ids derived from the events, the queue's
+// event ids drawn in input order, payloads stored as normalized JSON text,
+// no ev_extra1; a partition not interned yet, a NULL payload or an empty
+// queue name in the same shape still go through the general path (interned,
+// or an error that changes nothing).
+func TestPushFastPath(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['fq','fq','fq'], ARRAY['p0','p1',NULL], array_fill('{}'::jsonb, ARRAY[3]), NULL)`)
+	qid := e.int64(`SELECT queue_id FROM pgque.queue WHERE queue_name = 'fq'`)
+	before := e.int64(`SELECT count(*) FROM pgque.event_1_0`)
+	type row struct {
+		Idx   int
+		Msg   string
+		Txn   string
+		Queue string
+		State string
+		Part  int
+	}
+	rows, err := e.conn.Query(ctxT(t), `SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id
+	    FROM pgque.push(ARRAY['fq','fq','fq','fq'], ARRAY['p1',NULL,'p0','Default'],
+	                    ARRAY['{"b": 2, "a": 1}','[1, 2]','"s"','null']::jsonb[], ARRAY['',NULL,'',NULL])`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d rows, want 4: %+v", len(got), got)
+	}
+	wantPart := []int{2, 0, 1, 0} // Default 0, p0 1, p1 2 (interned in name order)
+	wantData := []string{`{"a": 1, "b": 2}`, `[1, 2]`, `"s"`, `null`}
+	var lastEv int64
+	for i, r := range got {
+		if r.Idx != i || r.Txn != r.Msg || r.Queue != "fq" || r.State != "queued" || r.Part != wantPart[i] {
+			t.Errorf("row %d: %+v, want idx %d, partition %d, queued, transaction id = message id", i, r, i, wantPart[i])
+		}
+		var ev int64
+		var data string
+		var extra *string
+		if err := e.conn.QueryRow(ctxT(t), `SELECT ev_id, ev_data, ev_extra1 FROM pgque.event_1_0
+		        WHERE pgque.message_uuid($1, ev_id, ev_time)::text = $2 AND ev_partition = $3 AND ev_type = 'default'`,
+			qid, r.Msg, r.Part).Scan(&ev, &data, &extra); err != nil {
+			t.Fatalf("row %d: the event of message %s: %v", i, r.Msg, err)
+		}
+		if data != wantData[i] || extra != nil || ev <= lastEv {
+			t.Errorf("row %d: event %d data %q extra1 %v (previous id %d), want data %q, no extra1, ids ascending in input order",
+				i, ev, data, extra, lastEv, wantData[i])
+		}
+		lastEv = ev
+	}
+	// A new partition among known ones: interned (general path).
+	if n := e.int64(`SELECT count(*) FROM pgque.push(ARRAY['fq','fq'], ARRAY['p0','p9'], array_fill('{}'::jsonb, ARRAY[2]), NULL)
+	                  WHERE status = 'queued'`); n != 2 {
+		t.Errorf("push with a new partition: %d queued, want 2", n)
+	}
+	if n := e.int64(`SELECT part_id FROM pgque.partition WHERE part_queue = $1 AND part_name = 'p9'`, qid); n != 3 {
+		t.Errorf("partition p9 id %d, want 3", n)
+	}
+	// Bad input in the fast shape: an error, nothing stored.
+	for _, bad := range []string{
+		`SELECT count(*) FROM pgque.push(ARRAY['fq','fq'], ARRAY['p0','p0'], ARRAY['{}', NULL]::jsonb[], NULL)`,
+		`SELECT count(*) FROM pgque.push(ARRAY['',''], NULL, array_fill('{}'::jsonb, ARRAY[2]), NULL)`,
+		`SELECT count(*) FROM pgque.push(ARRAY['fq','fq'], NULL, array_fill('{}'::jsonb, ARRAY[2]), ARRAY[NULL])`,
+	} {
+		if pe := e.sqlErr(bad); pe == nil || pe.Code != "22023" {
+			t.Errorf("%s: error %v, want invalid_parameter_value", bad, pe)
+		}
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.event_1_0`); n != before+6 {
+		t.Errorf("event table holds %d events, want %d", n, before+6)
+	}
+}
+
+// TestPushFastPathStatements: a push of the common shape runs a fixed,
+// small number of statements whatever its size: the push itself, its
+// lookup of the queue and partitions, the call of the generated function
+// and that function's INSERT (4). The general path ran ~10 (queue loop,
+// queue lookup, partition EXISTS, dedup EXISTS, the CTE, the insert call,
+// its INSERT, the result query, the validations): most of a one-item
+// push's CPU. Counted with auto_explain, which logs every statement the
+// executor runs, nested ones included (PL/pgSQL simple expressions do not
+// go through the executor and are not counted).
+func TestPushFastPathStatements(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['fs','fs'], ARRAY['a','b'], array_fill('{}'::jsonb, ARRAY[2]), NULL)`)
+	var mu sync.Mutex
+	n := 0
+	cfg, err := pgx.ParseConfig(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, m *pgconn.Notice) {
+		if m.Severity == "LOG" && strings.HasPrefix(m.Message, "duration:") {
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctxT(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`, `SET client_min_messages = log`} {
+		if _, err := conn.Exec(ctxT(t), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(sql string) int {
+		t.Helper()
+		mu.Lock()
+		n = 0
+		mu.Unlock()
+		if _, err := conn.Exec(ctxT(t), sql); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+	one := `SELECT count(*) FROM pgque.push(ARRAY['fs'], ARRAY['a'], ARRAY['{"n":1}'::jsonb], NULL)`
+	ten := `SELECT count(*) FROM pgque.push(array_fill('fs'::text, ARRAY[10]), ARRAY['a','b','a','b','a','b','a','b','a',NULL],
+	        array_fill('{"n":1}'::jsonb, ARRAY[10]), array_fill(''::text, ARRAY[10]))`
+	for _, s := range []string{one, ten} {
+		if got := count(s); got != 4 {
+			t.Errorf("%s: %d statements executed, want 4", s, got)
+		}
+	}
+	// Control: the general path (a transactionId) is counted too.
+	if got := count(`SELECT count(*) FROM pgque.push(ARRAY['fs'], ARRAY['a'], ARRAY['{"n":1}'::jsonb], ARRAY['t1'])`); got <= 4 {
+		t.Errorf("control: a push with a transactionId executed %d statements, want more than 4", got)
+	}
+}
