@@ -143,8 +143,103 @@ func TestPushFastPathStatements(t *testing.T) {
 			t.Errorf("%s: %d statements executed, want 4", s, got)
 		}
 	}
-	// Control: the general path (a transactionId) is counted too.
-	if got := count(`SELECT count(*) FROM pgque.push(ARRAY['fs'], ARRAY['a'], ARRAY['{"n":1}'::jsonb], ARRAY['t1'])`); got <= 4 {
-		t.Errorf("control: a push with a transactionId executed %d statements, want more than 4", got)
+	// With transactionIds (fresh, repeated within the push): the
+	// transactionId check and the dedup locks add 2.
+	dd := `SELECT count(*) FROM pgque.push(array_fill('fs'::text, ARRAY[4]), ARRAY['a','b','a','a'],
+	       array_fill('{"n":1}'::jsonb, ARRAY[4]), ARRAY['t1-' || txid_current(), 't1-' || txid_current(), NULL, 't1-' || txid_current()])`
+	if got := count(dd); got != 6 {
+		t.Errorf("%s: %d statements executed, want 6", dd, got)
+	}
+	// Control: the general path (two queues) is counted too.
+	if got := count(`SELECT count(*) FROM pgque.push(ARRAY['fs','fs2'], NULL, ARRAY['{"n":1}','{}']::jsonb[], NULL)`); got <= 6 {
+		t.Errorf("control: a push to two queues executed %d statements, want more than 6", got)
+	}
+}
+
+// TestPushFastPathDedup: transactionIds on the fast path (one existing
+// queue, partitions interned) behave as on the general path: a repeat
+// inside the push and a recorded one inside the window are duplicates
+// carrying the original's message id, the same id in another partition is
+// not, one outside the window is queued again; one event and one dedup row
+// per fresh item, none for a duplicate.
+func TestPushFastPathDedup(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['fd','fd'], ARRAY['p0','p1'], array_fill('{}'::jsonb, ARRAY[2]), NULL)`)
+	type row struct {
+		Idx   int
+		Msg   string
+		Txn   string
+		State string
+		Part  int
+	}
+	push := func(parts, txns []*string) []row {
+		t.Helper()
+		rows, err := e.conn.Query(ctxT(t), `SELECT idx, message_id::text, transaction_id, status, partition_id
+		    FROM pgque.push(array_fill('fd'::text, ARRAY[cardinality($1::text[])]), $1::text[],
+		                    array_fill('{"k":1}'::jsonb, ARRAY[cardinality($1::text[])]), $2::text[])`, parts, txns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(parts) {
+			t.Fatalf("%d rows for %d items", len(got), len(parts))
+		}
+		return got
+	}
+	s := func(v string) *string { return &v }
+	counts := func() (int64, int64) {
+		return e.int64(`SELECT count(*) FROM pgque.event_1_0`), e.int64(`SELECT count(*) FROM pgque.dedup`)
+	}
+	ev0, dd0 := counts()
+	// Default 0 (every queue has it), p0 1, p1 2
+	r := push([]*string{s("p0"), s("p1"), s("p0"), s("p0"), s("p0")}, []*string{s("t1"), s("t1"), s("t1"), nil, s("t2")})
+	want := []struct {
+		state string
+		part  int
+		txn   string
+	}{{"queued", 1, "t1"}, {"queued", 2, "t1"}, {"duplicate", 1, "t1"}, {"queued", 1, ""}, {"queued", 1, "t2"}}
+	for i, w := range want {
+		txn := w.txn
+		if txn == "" {
+			txn = r[i].Msg
+		}
+		if r[i].Idx != i || r[i].State != w.state || r[i].Part != w.part || r[i].Txn != txn {
+			t.Errorf("push 1 row %d: %+v, want %s in partition %d, transaction id %s", i, r[i], w.state, w.part, txn)
+		}
+	}
+	if r[2].Msg != r[0].Msg || r[1].Msg == r[0].Msg || r[4].Msg == r[0].Msg || r[3].Msg == r[0].Msg {
+		t.Errorf("push 1 message ids %+v: want item 2 = item 0, the others distinct", r)
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.event_1_0 e JOIN unnest($1::text[], $2::text[]) u(m, x)
+	                   ON pgque.message_uuid(1, e.ev_id, e.ev_time)::text = u.m AND e.ev_extra1 IS NOT DISTINCT FROM u.x`,
+		[]string{r[0].Msg, r[1].Msg, r[3].Msg, r[4].Msg}, []*string{s("t1"), s("t1"), nil, s("t2")}); n != 4 {
+		t.Errorf("push 1: %d of its 4 fresh messages found as events with their transactionId", n)
+	}
+	if ev, dd := counts(); ev != ev0+4 || dd != dd0+3 {
+		t.Errorf("push 1: +%d events, +%d dedup rows, want +4, +3", ev-ev0, dd-dd0)
+	}
+	r2 := push([]*string{s("p0"), s("p1"), s("p0")}, []*string{s("t2"), s("t3"), s("t2")})
+	if r2[0].State != "duplicate" || r2[0].Msg != r[4].Msg || r2[2].State != "duplicate" || r2[2].Msg != r[4].Msg ||
+		r2[1].State != "queued" || r2[1].Txn != "t3" {
+		t.Errorf("push 2: %+v, want items 0 and 2 duplicates of %s, item 1 queued", r2, r[4].Msg)
+	}
+	if ev, dd := counts(); ev != ev0+5 || dd != dd0+4 {
+		t.Errorf("after push 2: +%d events, +%d dedup rows, want +5, +4", ev-ev0, dd-dd0)
+	}
+	// Outside the window (default 3600 s): queued again.
+	e.exec(`UPDATE pgque.dedup SET dd_time = now() - interval '2 hours' WHERE dd_txn = 't1' AND dd_partition = 1`)
+	r3 := push([]*string{s("p0")}, []*string{s("t1")})
+	if r3[0].State != "queued" || r3[0].Msg == r[0].Msg {
+		t.Errorf("push 3 (outside the window): %+v, want queued with a new id", r3)
+	}
+	// A bad transactionId: an error, nothing stored.
+	if pe := e.sqlErr(`SELECT count(*) FROM pgque.push(ARRAY['fd','fd'], ARRAY['p0','p1'], array_fill('{}'::jsonb, ARRAY[2]), ARRAY['ok', E'a\nb'])`); pe == nil || pe.Code != "22023" {
+		t.Errorf("control character in a transactionId: error %v, want invalid_parameter_value", pe)
+	}
+	if ev, dd := counts(); ev != ev0+6 || dd != dd0+5 {
+		t.Errorf("at the end: +%d events, +%d dedup rows, want +6, +5", ev-ev0, dd-dd0)
 	}
 }

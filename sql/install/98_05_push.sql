@@ -11,11 +11,13 @@
 -- way insert_event / send_batch choose it (queue row read without a lock),
 -- one set-based INSERT per queue, with ev_partition set, ev_type 'default',
 -- ev_data the payload's JSON text, ev_extra1 the given transactionId.
--- The common shape (one existing queue, no transactionId, partitions
--- interned already) takes a fast path: one static lookup of the queue and
--- the partition ids, then the queue's generated
--- pgque.push_fresh_q<queue>_t<table> (one INSERT ... RETURNING, the result
--- rows computed in it), called through a one-line dynamic SELECT.
+-- The common shape (one existing queue, partitions interned already)
+-- takes a fast path: one static lookup of the queue and the partition ids,
+-- then the queue's generated pgque.push_fresh_q<queue>_t<table> (no
+-- transactionId: one INSERT ... RETURNING, the result rows computed in it)
+-- or push_dedup_q<queue>_t<table> (after the transactionId check and the
+-- dedup locks: lookups, INSERTs and result rows in one statement), called
+-- through a one-line dynamic SELECT.
 -- Otherwise every statement is static (plans cached per session); the INSERT ...
 -- SELECT FROM unnest(arrays) into the current event table runs in the
 -- queue's generated function pgque.push_insert_q<queue>_t<table>
@@ -70,24 +72,39 @@ BEGIN
         RETURN;
     END IF;
     -- The fast path (the common shape: every item to one existing queue,
-    -- no transactionId, every payload given, every partition interned):
-    -- one lookup of the queue and the partition ids, then one call of the
-    -- queue's generated push_fresh (an INSERT ... RETURNING, planned once
-    -- per session). The condition is a simple expression (no query); any
-    -- other shape, or a partition not interned yet, takes the general path.
-    IF i_queues[1] <> '' AND i_queues[1] = ALL (i_queues)
-       AND array_position(i_payloads, NULL) IS NULL
-       AND '' = ALL (array_replace(v_txns, NULL::text, '')) THEN
-        SELECT q.queue_id, q.queue_cur_table,
+    -- every payload given, every partition interned): one lookup of the
+    -- queue and the partition ids, then one call of the queue's generated
+    -- push_fresh (no transactionId) or push_dedup (under the dedup locks),
+    -- each one statement planned once per session. The shape test is a
+    -- simple expression (no query); any other shape, or a partition not
+    -- interned yet, takes the general path below.
+    IF i_queues[1] <> '' AND i_queues[1] = ALL (i_queues) AND array_position(i_payloads, NULL) IS NULL THEN
+        SELECT q.queue_id, q.queue_cur_table, q.queue_options,
                ARRAY(SELECT p.part_id
                        FROM unnest(v_parts) WITH ORDINALITY u(pn, o)
                        JOIN pgque.partition p ON p.part_queue = q.queue_id AND p.part_name = coalesce(u.pn, 'Default')
                       ORDER BY u.o)
-          INTO v_queue.queue_id, v_queue.queue_cur_table, v_pid
+          INTO v_queue.queue_id, v_queue.queue_cur_table, v_queue.queue_options, v_pid
           FROM pgque.queue q WHERE q.queue_name = i_queues[1];
         IF FOUND AND cardinality(v_pid) = v_n THEN
-            RETURN QUERY EXECUTE 'SELECT * FROM pgque.push_fresh_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3)'
-            USING v_pid, i_payloads, i_queues[1];
+            IF '' = ALL (array_replace(v_txns, NULL::text, '')) THEN
+                RETURN QUERY EXECUTE 'SELECT * FROM pgque.push_fresh_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3)'
+                USING v_pid, i_payloads, i_queues[1];
+                RETURN;
+            END IF;
+            SELECT u.o - 1 INTO v_bad FROM unnest(v_txns) WITH ORDINALITY u(t, o)
+             WHERE octet_length(u.t) > 512 OR u.t ~ '[[:cntrl:]]' ORDER BY u.o LIMIT 1;
+            IF FOUND THEN
+                RAISE EXCEPTION 'pgque: push: item % has an invalid transactionId (at most 512 bytes, no control characters)', v_bad
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            -- the general path's dedup locks (same keys, same order)
+            PERFORM pg_advisory_xact_lock(1885827449, k.key)
+               FROM (SELECT DISTINCT hashtext(v_queue.queue_id || '/' || u.p) AS key
+                       FROM unnest(v_pid, v_txns) u(p, t) WHERE nullif(u.t, '') IS NOT NULL ORDER BY 1) k;
+            RETURN QUERY EXECUTE 'SELECT * FROM pgque.push_dedup_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3, $4, $5)'
+            USING v_pid, i_payloads, v_txns, i_queues[1],
+                  make_interval(secs => (pgque.broker_options(v_queue.queue_options) ->> 'dedupWindowSeconds')::int);
             RETURN;
         END IF;
     END IF;
