@@ -150,9 +150,17 @@ func TestPushFastPathStatements(t *testing.T) {
 	if got := count(dd); got != 6 {
 		t.Errorf("%s: %d statements executed, want 6", dd, got)
 	}
-	// Control: the general path (two queues) is counted too.
-	if got := count(`SELECT count(*) FROM pgque.push(ARRAY['fs','fs2'], NULL, ARRAY['{"n":1}','{}']::jsonb[], NULL)`); got <= 6 {
-		t.Errorf("control: a push to two queues executed %d statements, want more than 6", got)
+	// Two queues, partitions interned: the validations (2) and the loop
+	// over the queues (1), then per queue its lookup, its items' lookup,
+	// the call and its INSERT (4 each). The general path ran ~18.
+	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['fs2'], NULL, ARRAY['{}']::jsonb[], NULL)`)
+	two := `SELECT count(*) FROM pgque.push(ARRAY['fs','fs2','fs'], ARRAY['a',NULL,'b'], array_fill('{}'::jsonb, ARRAY[3]), NULL)`
+	if got := count(two); got != 12 {
+		t.Errorf("%s: %d statements executed, want 12", two, got)
+	}
+	// Control: the general path (a new partition) is counted too.
+	if got := count(`SELECT count(*) FROM pgque.push(ARRAY['fs'], ARRAY['new'], ARRAY['{"n":1}']::jsonb[], NULL)`); got <= 6 {
+		t.Errorf("control: a push to a new partition executed %d statements, want more than 6", got)
 	}
 }
 
@@ -241,5 +249,75 @@ func TestPushFastPathDedup(t *testing.T) {
 	}
 	if ev, dd := counts(); ev != ev0+6 || dd != dd0+5 {
 		t.Errorf("at the end: +%d events, +%d dedup rows, want +6, +5", ev-ev0, dd-dd0)
+	}
+}
+
+// TestPushMixedQueuesFastPerQueue: in a push to several queues, each queue
+// whose partitions are all interned takes the fast path's generated
+// function, the others the general path, and every row keeps its input
+// position: a transactionId repeated in another queue is not a duplicate,
+// in the same queue and partition it is (inside the push and on a later
+// push), a new partition is interned.
+func TestPushMixedQueuesFastPerQueue(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['ma','mb'], ARRAY['p0','p1'], array_fill('{}'::jsonb, ARRAY[2]), NULL)`)
+	type row struct {
+		Idx   int
+		Msg   string
+		Txn   string
+		Queue string
+		State string
+		Part  int
+	}
+	push := func() []row {
+		t.Helper()
+		rows, err := e.conn.Query(ctxT(t), `SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id
+		    FROM pgque.push(ARRAY['mb','ma','mb','mb','ma','ma'], ARRAY['p1','p0','p1','p1','new','p0'],
+		                    array_fill('{}'::jsonb, ARRAY[6]), ARRAY['x','x',NULL,'x',NULL,'y'])`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 6 {
+			t.Fatalf("%d rows, want 6", len(got))
+		}
+		byIdx := make([]row, 6)
+		for _, r := range got {
+			byIdx[r.Idx] = r
+		}
+		return byIdx
+	}
+	r := push()
+	// ma: Default 0, p0 1, new 2; mb: Default 0, p1 1
+	want := []struct {
+		queue, state string
+		part         int
+	}{{"mb", "queued", 1}, {"ma", "queued", 1}, {"mb", "queued", 1}, {"mb", "duplicate", 1}, {"ma", "queued", 2}, {"ma", "queued", 1}}
+	for i, w := range want {
+		if r[i].Queue != w.queue || r[i].State != w.state || r[i].Part != w.part {
+			t.Errorf("push 1 item %d: %+v, want %s %s in partition %d", i, r[i], w.state, w.queue, w.part)
+		}
+	}
+	if r[3].Msg != r[0].Msg || r[1].Msg == r[0].Msg || r[1].Txn != "x" || r[2].Txn != r[2].Msg {
+		t.Errorf("push 1: %+v: want item 3 a duplicate of item 0 only", r)
+	}
+	// Again (all interned now: both queues take the fast path).
+	r2 := push()
+	for i, w := range []string{"duplicate", "duplicate", "queued", "duplicate", "queued", "duplicate"} {
+		if r2[i].State != w || r2[i].Queue != want[i].queue || r2[i].Part != want[i].part {
+			t.Errorf("push 2 item %d: %+v, want %s", i, r2[i], w)
+		}
+	}
+	if r2[0].Msg != r[0].Msg || r2[3].Msg != r[0].Msg || r2[1].Msg != r[1].Msg || r2[5].Msg != r[5].Msg {
+		t.Errorf("push 2: %+v: duplicates must carry push 1's ids %+v", r2, r)
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.event_1_0`) + e.int64(`SELECT count(*) FROM pgque.event_2_0`); n != 2+5+2 {
+		t.Errorf("%d events, want 9", n)
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.dedup`); n != 3 {
+		t.Errorf("%d dedup rows, want 3", n)
 	}
 }

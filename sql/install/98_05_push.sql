@@ -17,7 +17,8 @@
 -- transactionId: one INSERT ... RETURNING, the result rows computed in it)
 -- or push_dedup_q<queue>_t<table> (after the transactionId check and the
 -- dedup locks: lookups, INSERTs and result rows in one statement), called
--- through a one-line dynamic SELECT.
+-- through a one-line dynamic SELECT. A push to several queues takes the
+-- same generated functions for each queue whose partitions are all interned.
 -- Otherwise every statement is static (plans cached per session); the INSERT ...
 -- SELECT FROM unnest(arrays) into the current event table runs in the
 -- queue's generated function pgque.push_insert_q<queue>_t<table>
@@ -53,6 +54,7 @@ DECLARE
     v_dedup  boolean;
     v_idx    int[];
     v_pid    int[];
+    v_pls    jsonb[];
     v_pl     text[];
     v_txn    text[];
     v_first  int[];
@@ -126,14 +128,35 @@ BEGIN
             PERFORM pgque.create_queue(v_qname);
             SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_name = v_qname;
         END IF;
-        -- intern_partitions validates and creates the names not seen yet.
-        IF EXISTS (SELECT 1 FROM unnest(i_queues, v_parts) u(q, pn)
-                    WHERE u.q = v_qname
-                      AND NOT EXISTS (SELECT 1 FROM pgque.partition p
-                                       WHERE p.part_queue = v_queue.queue_id AND p.part_name = coalesce(u.pn, 'Default'))) THEN
-            PERFORM pgque.intern_partitions(v_queue.queue_id,
-                ARRAY(SELECT DISTINCT coalesce(u.p, 'Default') FROM unnest(i_queues, v_parts) u(q, p) WHERE u.q = v_qname));
+        -- The queue's items (input positions, partition ids - NULL when not
+        -- interned yet -, payloads, transactionIds). With every partition
+        -- interned they take the fast path's generated function (as above;
+        -- its 0-based idx mapped back to the input position).
+        SELECT array_agg(u.o::int ORDER BY u.o), array_agg(p.part_id ORDER BY u.o),
+               array_agg(u.pl ORDER BY u.o), array_agg(u.t ORDER BY u.o)
+          INTO v_idx, v_pid, v_pls, v_txn
+          FROM unnest(i_queues, v_parts, i_payloads, v_txns) WITH ORDINALITY u(qn, pn, pl, t, o)
+          LEFT JOIN pgque.partition p ON p.part_queue = v_queue.queue_id AND p.part_name = coalesce(u.pn, 'Default')
+         WHERE u.qn = v_qname;
+        IF array_position(v_pid, NULL) IS NULL THEN
+            IF '' = ALL (array_replace(v_txn, NULL::text, '')) THEN
+                RETURN QUERY EXECUTE 'SELECT ($4::int[])[r.idx + 1] - 1, r.message_id, r.transaction_id, r.queue_name, r.status, r.partition_id '
+                                     'FROM pgque.push_fresh_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3) r'
+                USING v_pid, v_pls, v_qname, v_idx;
+            ELSE
+                PERFORM pg_advisory_xact_lock(1885827449, k.key)
+                   FROM (SELECT DISTINCT hashtext(v_queue.queue_id || '/' || u.p) AS key
+                           FROM unnest(v_pid, v_txn) u(p, t) WHERE nullif(u.t, '') IS NOT NULL ORDER BY 1) k;
+                RETURN QUERY EXECUTE 'SELECT ($6::int[])[r.idx + 1] - 1, r.message_id, r.transaction_id, r.queue_name, r.status, r.partition_id '
+                                     'FROM pgque.push_dedup_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3, $4, $5) r'
+                USING v_pid, v_pls, v_txn, v_qname,
+                      make_interval(secs => (pgque.broker_options(v_queue.queue_options) ->> 'dedupWindowSeconds')::int), v_idx;
+            END IF;
+            CONTINUE;
         END IF;
+        -- intern_partitions validates and creates the names not seen yet.
+        PERFORM pgque.intern_partitions(v_queue.queue_id,
+            ARRAY(SELECT DISTINCT coalesce(u.p, 'Default') FROM unnest(i_queues, v_parts) u(q, p) WHERE u.q = v_qname));
         v_dedup := EXISTS (SELECT 1 FROM unnest(i_queues, v_txns) u(q, t) WHERE u.q = v_qname AND nullif(u.t, '') IS NOT NULL);
         IF v_dedup THEN
             v_window := make_interval(secs => (pgque.broker_options(v_queue.queue_options) ->> 'dedupWindowSeconds')::int);
