@@ -13,12 +13,10 @@
 -- (the PL/pgSQL body). Kinds: pop_list (pop_list's claim statement),
 -- group_ack (group_ack's read of the leased batches), group_ack_below (its
 -- read below the position), group_pending (group_pending's probe),
--- group_advance_idle (its UPDATE; returns the rows updated), push_insert
--- (push's INSERT of the fresh events into the current table i_tables[1]:
--- arrays of ev ids, ev_data, ev_extra1, ev_partition; NULL ev ids are
--- skipped; returns the rows inserted; a write, unlike the others), push_fresh
--- (push's fast path: one INSERT ... RETURNING of items of known partitions
--- without transactionId into the current table, ev_id from the column's
+-- group_advance_idle (its UPDATE; returns the rows updated), push_fresh
+-- (push's INSERT, writes unlike the others: one INSERT ... RETURNING of
+-- items of interned partitions without transactionId into the current
+-- table i_tables[1], ev_id from the column's
 -- default (the queue's sequence, drawn in input order); arrays of partition
 -- ids and payloads, and the queue name; returns push's result rows, idx
 -- 0-based in input order), push_dedup (the same with transactionIds: the
@@ -347,18 +345,6 @@ BEGIN
             pgque.group_txid_scan_sql(i_queue_id, i_tables, 'lim.t', 'lim.cap + 1'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL, '1', '-$2', 'l.gc_from'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$6', NULL, NULL, NULL, '1', '-$2', 'l.gc_from')) || '; END';
-    RETURN NEXT;
-
-    fn_kind := 'push_insert';
-    fn_args := 'bigint[], text[], text[], int[]';
-    fn_result := 'int';
-    fn_volatility := 'VOLATILE';
-    fn_body := 'DECLARE v_rows int; BEGIN ' || format($sql$
-        INSERT INTO %s (ev_id, ev_type, ev_data, ev_extra1, ev_partition)
-        SELECT u.e, 'default', u.d, u.x, u.p FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) u(e, d, x, p)
-         WHERE u.e IS NOT NULL
-        $sql$, format('pgque.%I', 'event_' || i_queue_id || '_' || i_tables[1]))
-        || '; GET DIAGNOSTICS v_rows = ROW_COUNT; RETURN v_rows; END';
     RETURN NEXT;
 
     fn_kind := 'push_fresh';
