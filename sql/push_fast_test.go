@@ -321,3 +321,33 @@ func TestPushMixedQueuesFastPerQueue(t *testing.T) {
 		t.Errorf("%d dedup rows, want 3", n)
 	}
 }
+
+// TestPushRepeatableRead: a REPEATABLE READ caller interns a new partition
+// and pushes through it in one push (its own rows are visible to its
+// snapshot), and a second push of the same transactionId in the same
+// transaction is a duplicate.
+func TestPushRepeatableRead(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['rr'], NULL, ARRAY['{}']::jsonb[], NULL)`)
+	tx, err := e.conn.BeginTx(ctxT(t), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var first, second, status string
+	if err := tx.QueryRow(ctxT(t), `SELECT message_id::text FROM pgque.push(ARRAY['rr'], ARRAY['new'], ARRAY['{}']::jsonb[], ARRAY['t'])`).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctxT(t), `SELECT message_id::text, status FROM pgque.push(ARRAY['rr'], ARRAY['new'], ARRAY['{}']::jsonb[], ARRAY['t'])`).Scan(&second, &status); err != nil {
+		t.Fatal(err)
+	}
+	if second != first || status != "duplicate" {
+		t.Errorf("second push in the transaction: %s %s, want duplicate of %s", second, status, first)
+	}
+	if err := tx.Commit(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.event_1_0 WHERE ev_partition = 1`); n != 1 {
+		t.Errorf("%d events in partition new, want 1", n)
+	}
+}
