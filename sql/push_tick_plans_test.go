@@ -6,7 +6,7 @@ import (
 
 // TestPushAndTickNotReplanned: once a session has pushed and ticked a few
 // times, a further push plans no statement over the event table (its
-// INSERT runs in the queue's generated push_insert function; an EXECUTEd
+// INSERT runs in the queue's generated push_fresh function; an EXECUTEd
 // INSERT was planned on every call) and a further broker_tick does not
 // plan tick_in_flight's pg_locks statement again (with its parameters
 // visible, PL/pgSQL priced custom plans lower and re-planned it on every

@@ -13,10 +13,16 @@
 -- (the PL/pgSQL body). Kinds: pop_list (pop_list's claim statement),
 -- group_ack (group_ack's read of the leased batches), group_ack_below (its
 -- read below the position), group_pending (group_pending's probe),
--- group_advance_idle (its UPDATE; returns the rows updated), push_insert
--- (push's INSERT of the fresh events into the current table i_tables[1]:
--- arrays of ev ids, ev_data, ev_extra1, ev_partition; NULL ev ids are
--- skipped; returns the rows inserted; a write, unlike the others). Cursor rows
+-- group_advance_idle (its UPDATE; returns the rows updated), push_fresh
+-- (push's INSERT, writes unlike the others: one INSERT ... RETURNING of
+-- items of interned partitions without transactionId into the current
+-- table i_tables[1], ev_id from the column's
+-- default (the queue's sequence, drawn in input order); arrays of partition
+-- ids and payloads, and the queue name; returns push's result rows, idx
+-- 0-based in input order), push_dedup (the same with transactionIds: the
+-- repeats inside the push, the recorded duplicates inside the window $5,
+-- the INSERT of the fresh events and of their dedup rows, one statement;
+-- push holds the dedup locks). Cursor rows
 -- are looked up per named partition (a LATERAL probe of (queue, group,
 -- partition) each), never by scanning the group's cursors.
 -- Locks: none. Writes: nothing (it only builds texts). Called by: group_plans.
@@ -341,16 +347,68 @@ BEGIN
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$6', NULL, NULL, NULL, '1', '-$2', 'l.gc_from')) || '; END';
     RETURN NEXT;
 
-    fn_kind := 'push_insert';
-    fn_args := 'bigint[], text[], text[], int[]';
-    fn_result := 'int';
+    fn_kind := 'push_fresh';
+    fn_args := 'int[], jsonb[], text';
+    fn_result := 'TABLE (idx int, message_id uuid, transaction_id text, queue_name text, status text, partition_id int)';
     fn_volatility := 'VOLATILE';
-    fn_body := 'DECLARE v_rows int; BEGIN ' || format($sql$
-        INSERT INTO %s (ev_id, ev_type, ev_data, ev_extra1, ev_partition)
-        SELECT u.e, 'default', u.d, u.x, u.p FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) u(e, d, x, p)
-         WHERE u.e IS NOT NULL
-        $sql$, format('pgque.%I', 'event_' || i_queue_id || '_' || i_tables[1]))
-        || '; GET DIAGNOSTICS v_rows = ROW_COUNT; RETURN v_rows; END';
+    fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        WITH ins AS (
+            INSERT INTO %s (ev_type, ev_data, ev_partition)
+            SELECT 'default', u.d::text, u.p FROM unnest($1::int[], $2::jsonb[]) u(p, d)
+            RETURNING ev_id, ev_partition
+        )
+        SELECT (row_number() OVER (ORDER BY i.ev_id) - 1)::int, m.id, m.id::text, $3, 'queued'::text, i.ev_partition
+          FROM ins i CROSS JOIN LATERAL (SELECT pgque.message_uuid(%s, i.ev_id, now()) AS id) m
+         ORDER BY i.ev_id
+        $sql$, format('pgque.%I', 'event_' || i_queue_id || '_' || i_tables[1]), i_queue_id) || '; END';
+    RETURN NEXT;
+
+    fn_kind := 'push_dedup';
+    fn_args := 'int[], jsonb[], text[], text, interval';
+    fn_result := 'TABLE (idx int, message_id uuid, transaction_id text, queue_name text, status text, partition_id int)';
+    fn_volatility := 'VOLATILE';
+    fn_body := 'BEGIN RETURN QUERY ' || format($sql$
+        WITH it AS (
+            SELECT u.o::int AS idx, u.p AS part_id, u.d AS pl, nullif(u.t, '') AS txn
+              FROM unnest($1::int[], $2::jsonb[], $3::text[]) WITH ORDINALITY u(p, d, t, o)
+        ), looked AS (
+            -- first_idx: the item this one repeats (itself when it has no
+            -- transactionId); dd_msg: a first's recorded original
+            SELECT f.*, pr.dd_msg
+              FROM (SELECT it.*, CASE WHEN it.txn IS NULL THEN it.idx
+                                      ELSE min(it.idx) OVER (PARTITION BY it.part_id, it.txn) END AS first_idx
+                      FROM it) f
+              LEFT JOIN LATERAL (
+                    SELECT d.dd_msg FROM pgque.dedup d
+                     WHERE f.txn IS NOT NULL AND f.idx = f.first_idx
+                       AND d.dd_queue = %2$s AND d.dd_partition = f.part_id AND d.dd_txn = f.txn
+                       AND d.dd_time > now() - $5::interval
+                     ORDER BY d.dd_time LIMIT 1) pr ON true
+        ), ins AS (
+            -- ev_id from the column default, drawn after the sort: in idx order
+            INSERT INTO %1$s (ev_type, ev_data, ev_extra1, ev_partition)
+            SELECT 'default', l.pl::text, l.txn, l.part_id FROM looked l
+             WHERE l.idx = l.first_idx AND l.dd_msg IS NULL ORDER BY l.idx
+            RETURNING ev_id
+        ), fresh AS (
+            SELECT f.idx, i.ev_id
+              FROM (SELECT l.idx, row_number() OVER (ORDER BY l.idx) AS rn FROM looked l
+                     WHERE l.idx = l.first_idx AND l.dd_msg IS NULL) f
+              JOIN (SELECT ins.ev_id, row_number() OVER (ORDER BY ins.ev_id) AS rn FROM ins) i ON i.rn = f.rn
+        ), res AS (
+            SELECT l.idx, l.first_idx, l.txn, l.part_id, fr.ev_id,
+                   coalesce(pgque.message_uuid(%2$s, fr.ev_id, now()), l.dd_msg) AS msg
+              FROM looked l LEFT JOIN fresh fr ON fr.idx = l.idx
+        ), dd AS (
+            INSERT INTO pgque.dedup (dd_gen, dd_queue, dd_partition, dd_txn, dd_msg)
+            SELECT pgque.dedup_gen(now()), %2$s, r.part_id, r.txn, r.msg FROM res r
+             WHERE r.ev_id IS NOT NULL AND r.txn IS NOT NULL
+        )
+        SELECT (r.idx - 1)::int, coalesce(r.msg, f.msg), coalesce(r.txn, coalesce(r.msg, f.msg)::text), $4,
+               CASE WHEN r.ev_id IS NOT NULL THEN 'queued' ELSE 'duplicate' END, r.part_id
+          FROM res r LEFT JOIN res f ON f.idx = r.first_idx AND r.msg IS NULL
+         ORDER BY r.idx
+        $sql$, format('pgque.%I', 'event_' || i_queue_id || '_' || i_tables[1]), i_queue_id) || '; END';
     RETURN NEXT;
 
     fn_kind := 'group_advance_idle';
