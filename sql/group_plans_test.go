@@ -19,7 +19,7 @@ import (
 
 // planKinds are the statement kinds pgque.group_plan_sql generates a
 // function for, per queue and current event table.
-var planKinds = []string{"pop_list", "group_ack", "group_ack_below", "group_pending", "group_advance_idle", "push_insert"}
+var planKinds = []string{"pop_list", "pop_list_w", "group_ack", "group_ack_below", "group_pending", "group_advance_idle", "push_insert"}
 
 // generated lists the generated read functions of queue id (name order).
 func (e *engine) generated(queueID int64) []string {
