@@ -504,3 +504,59 @@ func TestReseedReadsBoundedAfterAnalyze(t *testing.T) {
 		}
 	}
 }
+
+// TestAckReadsEachCursorThrice: an ack of messages from 10 partitions
+// touches each cursor row 3 times - the lock (which also reads the row the
+// items are applied to), the batch read, the one UPDATE of every changed
+// cursor - and never scans the group's other cursors. Before, each cursor
+// was read again for the apply and written by its own UPDATE (4 reads and
+// 10 UPDATE statements).
+func TestAckReadsEachCursorThrice(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('ar'::text, ARRAY[200]), ARRAY(SELECT 'p' || (g % 100) FROM generate_series(0, 199) g),
+	          array_fill('{"n":1}'::jsonb, ARRAY[200]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('ar')`)
+	// the group's 100 cursors, seeded
+	e.exec(`SELECT count(*) FROM pgque.pop_list('ar', 'g', ARRAY(SELECT part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
+	                                                             WHERE q.queue_name = 'ar' AND p.part_name ~ '^p'), 1, 1, NULL, true, 'all')`)
+	tx, err := e.conn.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	rows, err := tx.Query(ctxT(t), `SELECT transaction_id, partition_uuid, lease_id
+	    FROM pgque.pop_list('ar', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name ~ '^p[0-9]$' ORDER BY part_id), 100, 10)
+	   WHERE message_id IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txns []string
+	var parts, leases []string
+	for rows.Next() {
+		var txn, part, lease string
+		if err := rows.Scan(&txn, &part, &lease); err != nil {
+			t.Fatal(err)
+		}
+		txns, parts, leases = append(txns, txn), append(parts, part), append(leases, lease)
+	}
+	distinct := map[string]bool{}
+	for _, p := range parts {
+		distinct[p] = true
+	}
+	if rows.Err() != nil || len(txns) != 19 || len(distinct) != 10 {
+		t.Fatalf("popped %d messages of %d partitions (%v), want 19 of 10 (two in each of p0..p9 but the one the seeding pop took)",
+			len(txns), len(distinct), rows.Err())
+	}
+	base := tableReads(t, tx, `^group_cursor`)
+	var n int64
+	if err := tx.QueryRow(ctxT(t), `SELECT count(*) FILTER (WHERE success AND lease_released)
+	    FROM pgque.group_ack('g', $1::text[], $2::uuid[], NULL, $3::uuid[], NULL)`, txns, parts, leases).Scan(&n); err != nil || n != 10 {
+		t.Fatalf("ack: %d released, %v; want 10", n, err)
+	}
+	if reads := tableReads(t, tx, `^group_cursor`) - base; reads != 30 {
+		t.Errorf("the ack of 10 cursors read %d cursor rows, want 30 (3 each)", reads)
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.group_cursor WHERE gc_lease IS NOT NULL`); n != 0 {
+		t.Errorf("%d leases left after the ack, want 0", n)
+	}
+}
