@@ -560,3 +560,58 @@ func TestAckReadsEachCursorThrice(t *testing.T) {
 		t.Errorf("%d leases left after the ack, want 0", n)
 	}
 }
+
+// TestPopAckOneItemNotReplanned: pops of one candidate and acks of one
+// item - the shape of a broker at a low rate - plan nothing anew once the
+// session has made its first calls. Under plan_cache_mode auto the
+// one-element arrays priced custom plans below the generic one, so
+// group_seed's missing-cursor probe (inside pop_list) and group_ack's
+// cursor lock and queue loop were planned on every call (pg_stat_statements
+// in bench/broker at 100 msg/s: plans = calls, ~0.3 ms per pop and per ack).
+func TestPopAckOneItemNotReplanned(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('pr'::text, ARRAY[40]),
+	          ARRAY(SELECT 'p' || (g % 4) FROM generate_series(1, 40) g), array_fill('{"n":1}'::jsonb, ARRAY[40]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('pr')`)
+	var cursorOID, partOID uint32
+	if err := e.conn.QueryRow(ctxT(t), `SELECT 'pgque.group_cursor_0'::regclass::oid, 'pgque.partition'::regclass::oid`).Scan(&cursorOID, &partOID); err != nil {
+		t.Fatal(err)
+	}
+	log := &planLog{}
+	conn := log.conn(t, e.dsn)
+	popAck := func(round int) {
+		t.Helper()
+		var txn string
+		var part, lease [16]byte
+		if err := conn.QueryRow(ctxT(t), `SELECT transaction_id, partition_uuid, lease_id
+		    FROM pgque.pop_list('pr', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p' || ($1::int % 4)), 1, 1, NULL, false, 'all')
+		   WHERE message_id IS NOT NULL`, round).Scan(&txn, &part, &lease); err != nil {
+			t.Fatalf("round %d: pop: %v", round, err)
+		}
+		if n := queryInt(t, conn, `SELECT count(*) FILTER (WHERE success) FROM pgque.group_ack('g', ARRAY[$1], ARRAY[$2::uuid], NULL, ARRAY[$3::uuid], NULL)`,
+			txn, part, lease); n != 1 {
+			t.Fatalf("round %d: ack failed", round)
+		}
+	}
+	// First calls: the session plans (and caches) everything; plan_cache_mode
+	// auto tries 5 custom plans before it compares with the generic one.
+	for r := 0; r < 8; r++ {
+		popAck(r)
+	}
+	if _, err := conn.Exec(ctxT(t), `SET debug_print_plan = on`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctxT(t), `SET client_min_messages = log`); err != nil {
+		t.Fatal(err)
+	}
+	from := log.len()
+	for r := 8; r < 12; r++ {
+		popAck(r)
+	}
+	nCur, total := log.naming(from, cursorOID)
+	nPart, _ := log.naming(from, partOID)
+	if nCur != 0 || nPart != 0 {
+		t.Errorf("4 more pops and acks of one item planned %d statements over group_cursor and %d over partition (of %d plans made), want 0",
+			nCur, nPart, total)
+	}
+}
