@@ -19,7 +19,7 @@ import (
 
 // planKinds are the statement kinds pgque.group_plan_sql generates a
 // function for, per queue and current event table.
-var planKinds = []string{"pop_list", "group_ack", "group_ack_below", "group_pending", "group_advance_idle", "push_fresh", "push_dedup"}
+var planKinds = []string{"pop_list", "pop_list_w", "group_ack", "group_ack_below", "group_pending", "group_advance_idle", "push_fresh", "push_dedup"}
 
 // generated lists the generated read functions of queue id (name order).
 func (e *engine) generated(queueID int64) []string {
@@ -502,5 +502,116 @@ func TestReseedReadsBoundedAfterAnalyze(t *testing.T) {
 			t.Errorf("round %d: group_reseed over 16 partitions read %d events (8,000 in the table, 7,984 consumed), want at most %d",
 				round, read, 64*16+1000+1+16*8)
 		}
+	}
+}
+
+// TestAckReadsEachCursorThrice: an ack of messages from 10 partitions
+// touches each cursor row 3 times - the lock (which also reads the row the
+// items are applied to), the batch read, the one UPDATE of every changed
+// cursor - and never scans the group's other cursors. Before, each cursor
+// was read again for the apply and written by its own UPDATE (4 reads and
+// 10 UPDATE statements).
+func TestAckReadsEachCursorThrice(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('ar'::text, ARRAY[200]), ARRAY(SELECT 'p' || (g % 100) FROM generate_series(0, 199) g),
+	          array_fill('{"n":1}'::jsonb, ARRAY[200]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('ar')`)
+	// the group's 100 cursors, seeded
+	e.exec(`SELECT count(*) FROM pgque.pop_list('ar', 'g', ARRAY(SELECT part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
+	                                                             WHERE q.queue_name = 'ar' AND p.part_name ~ '^p'), 1, 1, NULL, true, 'all')`)
+	tx, err := e.conn.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	rows, err := tx.Query(ctxT(t), `SELECT transaction_id, partition_uuid, lease_id
+	    FROM pgque.pop_list('ar', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name ~ '^p[0-9]$' ORDER BY part_id), 100, 10)
+	   WHERE message_id IS NOT NULL`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txns []string
+	var parts, leases []string
+	for rows.Next() {
+		var txn, part, lease string
+		if err := rows.Scan(&txn, &part, &lease); err != nil {
+			t.Fatal(err)
+		}
+		txns, parts, leases = append(txns, txn), append(parts, part), append(leases, lease)
+	}
+	distinct := map[string]bool{}
+	for _, p := range parts {
+		distinct[p] = true
+	}
+	if rows.Err() != nil || len(txns) != 19 || len(distinct) != 10 {
+		t.Fatalf("popped %d messages of %d partitions (%v), want 19 of 10 (two in each of p0..p9 but the one the seeding pop took)",
+			len(txns), len(distinct), rows.Err())
+	}
+	base := tableReads(t, tx, `^group_cursor`)
+	var n int64
+	if err := tx.QueryRow(ctxT(t), `SELECT count(*) FILTER (WHERE success AND lease_released)
+	    FROM pgque.group_ack('g', $1::text[], $2::uuid[], NULL, $3::uuid[], NULL)`, txns, parts, leases).Scan(&n); err != nil || n != 10 {
+		t.Fatalf("ack: %d released, %v; want 10", n, err)
+	}
+	if reads := tableReads(t, tx, `^group_cursor`) - base; reads != 30 {
+		t.Errorf("the ack of 10 cursors read %d cursor rows, want 30 (3 each)", reads)
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.group_cursor WHERE gc_lease IS NOT NULL`); n != 0 {
+		t.Errorf("%d leases left after the ack, want 0", n)
+	}
+}
+
+// TestPopAckOneItemNotReplanned: pops of one candidate and acks of one
+// item - the shape of a broker at a low rate - plan nothing anew once the
+// session has made its first calls. Under plan_cache_mode auto the
+// one-element arrays priced custom plans below the generic one, so
+// group_seed's missing-cursor probe (inside pop_list) and group_ack's
+// cursor lock and queue loop were planned on every call (pg_stat_statements
+// in bench/broker at 100 msg/s: plans = calls, ~0.3 ms per pop and per ack).
+func TestPopAckOneItemNotReplanned(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('pr'::text, ARRAY[40]),
+	          ARRAY(SELECT 'p' || (g % 4) FROM generate_series(1, 40) g), array_fill('{"n":1}'::jsonb, ARRAY[40]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('pr')`)
+	var cursorOID, partOID uint32
+	if err := e.conn.QueryRow(ctxT(t), `SELECT 'pgque.group_cursor_0'::regclass::oid, 'pgque.partition'::regclass::oid`).Scan(&cursorOID, &partOID); err != nil {
+		t.Fatal(err)
+	}
+	log := &planLog{}
+	conn := log.conn(t, e.dsn)
+	popAck := func(round int) {
+		t.Helper()
+		var txn string
+		var part, lease [16]byte
+		if err := conn.QueryRow(ctxT(t), `SELECT transaction_id, partition_uuid, lease_id
+		    FROM pgque.pop_list('pr', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p' || ($1::int % 4)), 1, 1, NULL, false, 'all')
+		   WHERE message_id IS NOT NULL`, round).Scan(&txn, &part, &lease); err != nil {
+			t.Fatalf("round %d: pop: %v", round, err)
+		}
+		if n := queryInt(t, conn, `SELECT count(*) FILTER (WHERE success) FROM pgque.group_ack('g', ARRAY[$1], ARRAY[$2::uuid], NULL, ARRAY[$3::uuid], NULL)`,
+			txn, part, lease); n != 1 {
+			t.Fatalf("round %d: ack failed", round)
+		}
+	}
+	// First calls: the session plans (and caches) everything; plan_cache_mode
+	// auto tries 5 custom plans before it compares with the generic one.
+	for r := 0; r < 8; r++ {
+		popAck(r)
+	}
+	if _, err := conn.Exec(ctxT(t), `SET debug_print_plan = on`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctxT(t), `SET client_min_messages = log`); err != nil {
+		t.Fatal(err)
+	}
+	from := log.len()
+	for r := 8; r < 12; r++ {
+		popAck(r)
+	}
+	nCur, total := log.naming(from, cursorOID)
+	nPart, _ := log.naming(from, partOID)
+	if nCur != 0 || nPart != 0 {
+		t.Errorf("4 more pops and acks of one item planned %d statements over group_cursor and %d over partition (of %d plans made), want 0",
+			nCur, nPart, total)
 	}
 }

@@ -5,7 +5,9 @@
 -- queue are ignored. Returns: cursors created.
 -- Locks: advisory (1885827450, hash of queue and group), only when a cursor
 -- is missing (serializes creation, so no duplicate rows).
--- Writes: group_cursor (insert). Called by: pop_list, group_advance_idle.
+-- Writes: group_cursor (insert). Called by: pop_list (its generated
+-- pgque.pop_list_q<queue>_t<table>, when a candidate lacks its cursor),
+-- group_advance_idle.
 CREATE OR REPLACE FUNCTION pgque.group_seed(i_queue_id int, i_group_id int, i_partitions int[])
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER

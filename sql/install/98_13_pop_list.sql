@@ -12,7 +12,8 @@
 -- prefix: an unripe event stops the batch). windowBuffer W: a partition
 -- whose newest pending event is younger than W is not taken.
 -- The group is subscribed (i_mode 'new' / 'all', i_from: from a time) and
--- missing cursors seeded on first contact (group_subscribe, group_seed).
+-- missing cursors seeded on first contact (group_subscribe; group_seed, by
+-- the generated function, only when a candidate lacks its cursor).
 -- i_lease_seconds NULL: the queue's leaseTime (default 300).
 -- Returns: one verdict row per evaluated candidate (message_id NULL):
 --   'took' (drained: nothing pending remains; until: lease expiry),
@@ -25,7 +26,8 @@
 -- Locks: the candidates' cursor rows (FOR UPDATE SKIP LOCKED), as
 -- group_seed on first contact. Writes: group_cursor (one UPDATE).
 -- The statement runs in the queue's generated function
--- pgque.pop_list_q<queue>_t<current table> (group_plans, group_plan_sql):
+-- pgque.pop_list_q<queue>_t<current table> (with windowBuffer:
+-- pop_list_w_q<queue>_t<current table>; group_plans, group_plan_sql):
 -- planned once per session, not per call.
 -- Called by: the broker (pop), pop_any, pop_partition, the hot-list.
 CREATE OR REPLACE FUNCTION pgque.pop_list(i_queue text, i_group text, i_partitions int[], i_batch int,
@@ -58,7 +60,6 @@ BEGIN
     IF cardinality(i_partitions) = 0 THEN
         RETURN;
     END IF;
-    PERFORM pgque.group_seed(v_queue.queue_id, v_group, i_partitions);
     SELECT t.tick_id, t.tick_snapshot INTO v_tick, v_snap
       FROM pgque.tick t WHERE t.tick_queue = v_queue.queue_id ORDER BY t.tick_id DESC LIMIT 1;
     v_lease := make_interval(secs => coalesce(i_lease_seconds, (v_opts ->> 'leaseTime')::int));
@@ -67,7 +68,8 @@ BEGIN
     -- event table (the oldest one is switched out only once every cursor
     -- has passed it, maint_rotate_tables_step1), planned once per session.
     RETURN QUERY EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
-                                'pop_list_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table)
+                                CASE WHEN v_window > 0 THEN 'pop_list_w_q' ELSE 'pop_list_q' END
+                                || v_queue.queue_id || '_t' || v_queue.queue_cur_table)
     USING v_queue.queue_id, v_group, i_partitions, i_batch, i_max_partitions, coalesce(i_auto_ack, false),
           v_tick, v_snap, make_interval(secs => (v_opts ->> 'delayedProcessing')::int),
           make_interval(secs => v_window), gen_random_uuid(), v_lease;
