@@ -80,13 +80,15 @@ BEGIN
     -- 3. The snapshot; tick_wait = the holders' xids it does not see.
     v_snap := pgque.tick_snapshot();
     v_xmax := pg_snapshot_xmax(v_snap)::text::bigint;
-    SELECT array_agg(DISTINCT f ORDER BY f) INTO v_wait
-      FROM (SELECT (v_xmax + CASE WHEN d >= 2147483648 THEN d - 4294967296 ELSE d END)::text::xid8 AS f
-              FROM (SELECT ((x - v_xmax % 4294967296) % 4294967296 + 4294967296) % 4294967296 AS d
-                      FROM unnest(i_xids) x) a
-            UNION ALL
-            SELECT pg_current_xact_id() WHERE i_own_inserted) b
-     WHERE NOT pg_visible_in_snapshot(f, v_snap);
+    IF coalesce(cardinality(i_xids), 0) > 0 OR i_own_inserted THEN
+        SELECT array_agg(DISTINCT f ORDER BY f) INTO v_wait
+          FROM (SELECT (v_xmax + CASE WHEN d >= 2147483648 THEN d - 4294967296 ELSE d END)::text::xid8 AS f
+                  FROM (SELECT ((x - v_xmax % 4294967296) % 4294967296 + 4294967296) % 4294967296 AS d
+                          FROM unnest(i_xids) x) a
+                UNION ALL
+                SELECT pg_current_xact_id() WHERE i_own_inserted) b
+         WHERE NOT pg_visible_in_snapshot(f, v_snap);
+    END IF;
 
     v_row.tick_gen := pgque.tick_gen(now());
     v_row.tick_queue := i_queue_id;
