@@ -824,8 +824,8 @@ const idleSettle = 5 * time.Second
 // creating its queues left behind: it lets the ticker make the new queues'
 // first ticks (2 s), then ANALYZEs everything (creating 100 queues changes
 // thousands of catalog rows: autovacuum would otherwise analyze the
-// catalogs - pg_statistic updates, ~0.9 KiB/s - during the measurement),
-// CHECKPOINTs, and waits idleSettle more so that the first modification of
+// catalogs - pg_statistic updates, ~0.9 KiB/s - during the measurement)
+// and VACUUMs (the pg_statistic rows ANALYZE replaced), CHECKPOINTs, and waits idleSettle more so that the first modification of
 // each page after the checkpoint (full-page images) falls before the
 // measurement, as far as the pages written in that time go.
 func settleIdle(ctx context.Context, admin *pgx.Conn) error {
@@ -834,6 +834,11 @@ func settleIdle(ctx context.Context, admin *pgx.Conn) error {
 	}
 	if _, err := admin.Exec(ctx, qAnalyzeAll); err != nil {
 		return fmt.Errorf("analyze before the idle phase: %w", err)
+	}
+	// ANALYZE replaced pg_statistic rows: vacuum them now, not autovacuum
+	// during the measurement.
+	if _, err := admin.Exec(ctx, qVacuumAll); err != nil {
+		return fmt.Errorf("vacuum before the idle phase: %w", err)
 	}
 	if _, err := admin.Exec(ctx, qCheckpoint); err != nil {
 		return fmt.Errorf("checkpoint before the idle phase: %w", err)
