@@ -1,6 +1,7 @@
 -- pgque.ticker_plan(): ticker()'s first half: for every queue that is due
 -- (due_queues), in this order, the producers in flight (tick_in_flight, one
--- pg_locks read for all of them) and each queue's prepared tick
+-- pg_locks read for all of them; none for queues due_queues calls quiet,
+-- and no read when all are) and each queue's prepared tick
 -- (tick_prepare) - everything but the INSERT, so that a caller can run it
 -- inside an exception block and INSERT the rows outside it (ticker_loop: a
 -- write inside a block gives the subtransaction an xid, which the tick's
@@ -28,6 +29,7 @@ DECLARE
     v_seq     bigint;
     v_probe   boolean;
     v_own     boolean;
+    v_quiet   boolean;
     v_xids    bigint[];
     v_row     pgque.tick;
     v_plan    pgque.tick[] := '{}';
@@ -44,10 +46,17 @@ BEGIN
         -- In this order (tick_queue): the sequences (due_queues), pg_locks
         -- once for all due queues (tick_in_flight), then each snapshot.
         FOR v_due IN
-            WITH d AS MATERIALIZED (SELECT * FROM pgque.due_queues(NULL))
-            SELECT d.queue_id, d.queue_name, d.last_tick_id, d.event_seq, f.probe, f.own_inserted, f.xids
+            WITH d AS MATERIALIZED (SELECT * FROM pgque.due_queues(NULL)),
+            -- quiet queues (due_queues) have nobody in flight: pg_locks is
+            -- read for the others only, and tick_in_flight is not called
+            -- at all when there are none (a one-time filter)
+            f AS (SELECT * FROM pgque.tick_in_flight(ARRAY(SELECT d2.queue_id FROM d d2 WHERE NOT d2.quiet))
+                   WHERE EXISTS (SELECT FROM d d3 WHERE NOT d3.quiet))
+            SELECT d.queue_id, d.queue_name, d.last_tick_id, d.event_seq,
+                   coalesce(f.probe, false) AS probe, coalesce(f.own_inserted, false) AS own_inserted, f.xids
               FROM d
-              JOIN pgque.tick_in_flight(ARRAY(SELECT d2.queue_id FROM d d2)) f ON f.queue_id = d.queue_id
+              LEFT JOIN f ON f.queue_id = d.queue_id
+             WHERE d.quiet OR f.queue_id IS NOT NULL
              ORDER BY d.queue_id
         LOOP
             BEGIN
@@ -69,10 +78,15 @@ BEGIN
         v_plan := '{}';
         FOR v_qid IN SELECT q.queue_id FROM pgque.queue q ORDER BY q.queue_id LOOP
             BEGIN
-                SELECT d.last_tick_id, d.event_seq INTO v_last, v_seq FROM pgque.due_queues(v_qid) d;
+                SELECT d.last_tick_id, d.event_seq, d.quiet INTO v_last, v_seq, v_quiet FROM pgque.due_queues(v_qid) d;
                 IF FOUND THEN
-                    SELECT f.probe, f.own_inserted, f.xids INTO v_probe, v_own, v_xids
-                      FROM pgque.tick_in_flight(ARRAY[v_qid]) f;
+                    v_probe := false;
+                    v_own := false;
+                    v_xids := NULL;
+                    IF NOT v_quiet THEN
+                        SELECT f.probe, f.own_inserted, f.xids INTO v_probe, v_own, v_xids
+                          FROM pgque.tick_in_flight(ARRAY[v_qid]) f;
+                    END IF;
                     v_row := pgque.tick_prepare(v_qid, v_last, v_seq, v_probe, v_own, v_xids);
                     IF v_row.tick_id IS NOT NULL THEN
                         v_plan := v_plan || v_row;

@@ -63,6 +63,7 @@ DECLARE
     v_probe    boolean;
     v_own      boolean;
     v_xids     bigint[];
+    v_quiet    boolean;
 BEGIN
     SELECT q.queue_id INTO v_queue_id FROM pgque.queue q WHERE q.queue_name = i_queue_name;
     IF NOT FOUND THEN
@@ -75,12 +76,15 @@ BEGIN
                   HINT = 'A tick records the current snapshot; in REPEATABLE READ or SERIALIZABLE it could be older than the previous tick. Call the ticker in its own READ COMMITTED transaction.';
     END IF;
     PERFORM pg_advisory_xact_lock_shared(1885827445, 6);
-    SELECT d.last_tick_id, d.event_seq INTO v_last, v_seq FROM pgque.due_queues(v_queue_id) d;
+    SELECT d.last_tick_id, d.event_seq, d.quiet INTO v_last, v_seq, v_quiet FROM pgque.due_queues(v_queue_id) d;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
-    SELECT f.probe, f.own_inserted, f.xids INTO v_probe, v_own, v_xids
-      FROM pgque.tick_in_flight(ARRAY[v_queue_id]) f;
+    -- A quiet queue (due_queues) has nobody in flight: no pg_locks read.
+    IF NOT v_quiet THEN
+        SELECT f.probe, f.own_inserted, f.xids INTO v_probe, v_own, v_xids
+          FROM pgque.tick_in_flight(ARRAY[v_queue_id]) f;
+    END IF;
     RETURN pgque.tick_queue(v_queue_id, v_last, v_seq, v_probe, v_own, v_xids);
 END;
 $$;

@@ -79,6 +79,7 @@ DECLARE
     v_warm_at   pg_catalog.timestamptz;
     v_handed    pg_catalog.bool := false;
     v_wq        pg_catalog.text;
+    v_wqid      pg_catalog.int4;
     v_now       pg_catalog.timestamptz;
     v_next      pg_catalog.timestamptz;
     v_next_cfg  pg_catalog.timestamptz;
@@ -166,11 +167,14 @@ BEGIN
             -- queue is ticked a round later.
             v_warm := true;
             BEGIN
-                SELECT q.queue_name INTO v_wq FROM pgque.queue q
+                SELECT q.queue_name, q.queue_id INTO v_wq, v_wqid FROM pgque.queue q
                  WHERE NOT q.queue_external_ticker AND NOT q.queue_ticker_paused
                  ORDER BY q.queue_id LIMIT 1;
                 IF v_wq IS NOT NULL THEN
                     PERFORM pgque.force_next_tick(v_wq);
+                    -- A forced quiet queue's tick skips the pg_locks read
+                    -- (due_queues' quiet): plan it here.
+                    PERFORM FROM pgque.tick_in_flight(ARRAY[v_wqid]);
                 END IF;
                 v_plan := pgque.ticker_plan();
                 INSERT INTO pgque.tick SELECT * FROM pg_catalog.unnest(v_plan);
