@@ -246,6 +246,21 @@ func headlineProfile() []Phase {
 	}
 }
 
+// walProfile is the part of the full profile that measures WAL only: the
+// ratio pair (1 Hz and 100 Hz at 800 ev/s, no xmin held) and the idle pair
+// (100 Hz, no queues and 100 idle queues), about 6 minutes; WAL bytes do
+// not depend on timing, so it may run on a shared machine.
+func walProfile() []Phase {
+	var out []Phase
+	for _, p := range fullProfile() {
+		if p.System == SystemPgque && p.Cron != Cron16 && !p.HeldXmin &&
+			(p.Rate == 0 || p.Rate == 800 && p.Hz <= 100) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Profile returns a named phase list.
 func Profile(name string) ([]Phase, error) {
 	switch name {
@@ -257,6 +272,8 @@ func Profile(name string) ([]Phase, error) {
 		return fullProfile(), nil
 	case "managed":
 		return managedProfile(), nil
+	case "wal":
+		return walProfile(), nil
 	}
-	return nil, fmt.Errorf("unknown profile %q: use quick, headline, managed or full", name)
+	return nil, fmt.Errorf("unknown profile %q: use quick, headline, managed, wal or full", name)
 }

@@ -27,7 +27,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sub-second", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "the quick profile (< 3 minutes; CI smoke test)")
-	profile := fs.String("profile", "full", "phase list: quick (< 3 min, CI), headline (~6 min: the pg_cron 1.4 headline cell, with and without the held xmin), managed (~10 min: pg_cron 1.6 with PgQue 0.2.0 beside us, 16 consumers, WAL ratio) or full")
+	profile := fs.String("profile", "full", "phase list: quick (< 3 min, CI), headline (~6 min: the pg_cron 1.4 headline cell, with and without the held xmin), managed (~10 min: pg_cron 1.6 with PgQue 0.2.0 beside us, 16 consumers, WAL ratio), wal (~6 min: the WAL ratio and idle pairs of pgquectl only) or full")
 	duration := fs.Duration("duration", 0, "measure every phase of the profile for this long instead of its own duration")
 	out := fs.String("out", "", "output directory (default bench/sub-second/results/<date>)")
 	state := fs.String("state-dir", "/tmp/pgque-bench-subsecond", "state directory of the benchmark's own cluster (wiped first)")

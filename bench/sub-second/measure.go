@@ -38,6 +38,7 @@ SELECT coalesce(sum((pgstattuple(c.oid)).dead_tuple_count), 0)::bigint
 	// catalog rows) so autovacuum's full-page images do not land in this
 	// phase's WAL.
 	qVacuumAll      = `VACUUM`
+	qAnalyzeAll     = `ANALYZE`
 	qListen         = `LISTEN ` // + quoted channel
 	qBackendXminSet = `SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = pg_backend_pid()`
 	// qWALStats breaks the phase's WAL down by record type (pg_walinspect).
@@ -460,10 +461,8 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 		if err := warmup(ctx, e, sys, conns["producer"], conns["consumer"]); err != nil {
 			return res, err
 		}
-	} else {
-		if !sleepCtx(ctx, 2*time.Second) { // let the ticker settle on the new queues
-			return res, ctx.Err()
-		}
+	} else if err := settleIdle(ctx, conns["admin"]); err != nil {
+		return res, err
 	}
 	if p.HeldXmin {
 		x := conns["xmin"]
@@ -815,6 +814,39 @@ func lockWaits(path string, from, to time.Time) ([]string, int) {
 		}
 	}
 	return out, n
+}
+
+// idleSettle is how long an idle phase lets the cluster settle before it
+// measures (settleIdle).
+const idleSettle = 5 * time.Second
+
+// settleIdle makes an idle phase measure what idle ticking writes, not what
+// creating its queues left behind: it lets the ticker make the new queues'
+// first ticks (2 s), then ANALYZEs everything (creating 100 queues changes
+// thousands of catalog rows: autovacuum would otherwise analyze the
+// catalogs - pg_statistic updates, ~0.9 KiB/s - during the measurement)
+// and VACUUMs (the pg_statistic rows ANALYZE replaced), CHECKPOINTs, and waits idleSettle more so that the first modification of
+// each page after the checkpoint (full-page images) falls before the
+// measurement, as far as the pages written in that time go.
+func settleIdle(ctx context.Context, admin *pgx.Conn) error {
+	if !sleepCtx(ctx, 2*time.Second) {
+		return ctx.Err()
+	}
+	if _, err := admin.Exec(ctx, qAnalyzeAll); err != nil {
+		return fmt.Errorf("analyze before the idle phase: %w", err)
+	}
+	// ANALYZE replaced pg_statistic rows: vacuum them now, not autovacuum
+	// during the measurement.
+	if _, err := admin.Exec(ctx, qVacuumAll); err != nil {
+		return fmt.Errorf("vacuum before the idle phase: %w", err)
+	}
+	if _, err := admin.Exec(ctx, qCheckpoint); err != nil {
+		return fmt.Errorf("checkpoint before the idle phase: %w", err)
+	}
+	if !sleepCtx(ctx, idleSettle) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // warmup sends one event and waits until the consumer sees it: ticking is live.

@@ -258,7 +258,7 @@ func targets(r *Results) []target {
 			human(idle.WALBytesPerSec), human(idle.WALFPIBytesPerSec), idle.Checkpoints)
 		if ok2 {
 			add -= none.WALRecordBytesPerSec
-			how = fmt.Sprintf("record bytes without full-page images: %s/s with 100 idle queues − %s/s with %d (%s); totals incl. FPI %s/s vs %s/s; checkpoints in the phases %d / %d; negative = below the noise",
+			how = fmt.Sprintf("measured after a settle (2 s of first ticks, ANALYZE, VACUUM, CHECKPOINT, 5 s); record bytes without full-page images: %s/s with 100 idle queues − %s/s with %d (%s); totals incl. FPI %s/s vs %s/s; checkpoints in the phases %d / %d; negative = below the noise",
 				human(idle.WALRecordBytesPerSec), human(none.WALRecordBytesPerSec), none.Queues, none.Name,
 				human(idle.WALBytesPerSec), human(none.WALBytesPerSec), idle.Checkpoints, none.Checkpoints)
 		}

@@ -52,8 +52,15 @@ BEGIN
                    FILTER (WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock') AS xids,
                array_agg(l.relation)
                    FILTER (WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock') AS rels
-          FROM pg_locks l
-         WHERE l.granted AND (l.locktype = 'transactionid' OR l.database = (SELECT v_db))
+          FROM pg_lock_status() l
+         WHERE l.granted
+           -- only the kinds of lock used below: the rest (every reader's
+           -- AccessShareLock, virtualxids, ...) is most of a busy lock table
+           AND (l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock'
+                OR l.database = (SELECT v_db)
+                   AND (l.locktype = 'relation' AND l.mode = 'RowExclusiveLock'
+                        OR l.locktype = 'advisory' AND l.classid = 1885827445::oid
+                           AND l.objid = 6::oid AND l.objsubid = 2))
          GROUP BY l.virtualtransaction
     ), h AS (
         -- The caller's own transaction reads every sequence (due_queues):

@@ -34,16 +34,23 @@
 -- Locks: RowExclusiveLock on the event sequences (pg_sequence_last_value
 -- takes it; no conflict with producers); has_events_since's reads.
 -- Called by: ticker(), ticker(queue).
--- Upgrade: the result gained event_seq (a changed result needs a DROP).
+-- quiet: the queue's latest tick L waited for nobody (no tick_wait, no
+-- tick_wait_probe) and the event sequence has not moved since L: no
+-- producer of the queue can be in flight (every id <= L's tick_event_seq
+-- was allocated by a transaction that L saw committed or recorded), so a
+-- tick of it needs no pg_locks read (tick_in_flight): its producers in
+-- flight are none. Its due ticks are the idle-period and forced ones.
+-- Upgrade: the result gained event_seq, then quiet (a changed result needs
+-- a DROP).
 DO $upgrade$ BEGIN
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_proc p
                 WHERE p.oid = pg_catalog.to_regprocedure('pgque.due_queues(integer)')
-                  AND NOT 'event_seq' = ANY (p.proargnames)) THEN
+                  AND NOT 'quiet' = ANY (p.proargnames)) THEN
         DROP FUNCTION pgque.due_queues(int);
     END IF;
 END $upgrade$;
 CREATE OR REPLACE FUNCTION pgque.due_queues(i_queue_id int DEFAULT NULL)
-RETURNS TABLE (queue_id int, queue_name text, last_tick_id bigint, event_seq bigint)
+RETURNS TABLE (queue_id int, queue_name text, last_tick_id bigint, event_seq bigint, quiet boolean)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
@@ -85,7 +92,9 @@ BEGIN
                END AS waited
           FROM q
     )
-    SELECT r.queue_id, r.queue_name, r.last_id, r.cur_seq
+    SELECT r.queue_id, r.queue_name, r.last_id, r.cur_seq,
+           coalesce(r.last_id IS NOT NULL AND r.cur_seq <= r.last_seq
+                    AND r.last_wait IS NULL AND NOT r.last_probe, false)
       FROM r
      WHERE CASE
              WHEN r.last_id IS NULL OR r.queue_force_tick OR r.last_id <= 1 THEN true

@@ -3,9 +3,10 @@
 -- the queue row (no forced flag to set and clear: the queue row stays
 -- untouched unless somebody else had forced it, which the tick clears). It
 -- follows ticker(queue)'s order (tick_queue's visibility rules): the event
--- sequence is read, then pg_locks (tick_in_flight), then tick_queue takes
--- the snapshot. Paused queues and queues with an external ticker are not
--- ticked (NULL), as ticker() leaves them.
+-- sequence is read, then pg_locks (tick_in_flight; not when the queue is
+-- quiet, see due_queues), then tick_queue takes the snapshot. Paused
+-- queues and queues with an external ticker are not ticked (NULL), as
+-- ticker() leaves them.
 -- Must run in READ COMMITTED (raises otherwise). An unknown queue raises
 -- "no such queue" (undefined_object).
 -- When another session holds the queue's tick lock (a scheduled ticker,
@@ -31,6 +32,7 @@ DECLARE
     v_last  bigint;
     v_seq   bigint;
     v_f     record;
+    v_l     record;
     v_tick  bigint;
     v_lt    text;
 BEGIN
@@ -51,10 +53,18 @@ BEGIN
     FOR v_try IN 1..3 LOOP
         -- 1. the event sequence (no write), with the latest tick id.
         v_seq := coalesce(pg_sequence_last_value(v_queue.queue_event_seq), 0);
-        SELECT t.tick_id INTO v_last FROM pgque.tick t WHERE t.tick_queue = v_queue.queue_id ORDER BY t.tick_id DESC LIMIT 1;
-        -- 2. the producers in flight; 3. tick_queue takes the snapshot.
-        SELECT f.probe, f.own_inserted, f.xids INTO v_f FROM pgque.tick_in_flight(ARRAY[v_queue.queue_id]) f;
-        v_tick := pgque.tick_queue(v_queue.queue_id, v_last, v_seq, v_f.probe, v_f.own_inserted, v_f.xids);
+        SELECT t.tick_id, t.tick_event_seq, t.tick_wait IS NULL AND NOT t.tick_wait_probe AS clean INTO v_l
+          FROM pgque.tick t WHERE t.tick_queue = v_queue.queue_id ORDER BY t.tick_id DESC LIMIT 1;
+        v_last := v_l.tick_id;
+        -- 2. the producers in flight - none when the latest tick waited
+        -- for nobody and the sequence has not moved since (due_queues'
+        -- "quiet": no pg_locks read); 3. tick_queue takes the snapshot.
+        IF v_last IS NOT NULL AND v_l.clean AND v_seq <= v_l.tick_event_seq THEN
+            v_tick := pgque.tick_queue(v_queue.queue_id, v_last, v_seq, false, false, NULL);
+        ELSE
+            SELECT f.probe, f.own_inserted, f.xids INTO v_f FROM pgque.tick_in_flight(ARRAY[v_queue.queue_id]) f;
+            v_tick := pgque.tick_queue(v_queue.queue_id, v_last, v_seq, v_f.probe, v_f.own_inserted, v_f.xids);
+        END IF;
         IF v_tick IS NOT NULL OR v_try = 3 THEN
             RETURN v_tick;
         END IF;

@@ -79,6 +79,7 @@ DECLARE
     v_warm_at   pg_catalog.timestamptz;
     v_handed    pg_catalog.bool := false;
     v_wq        pg_catalog.text;
+    v_wqid      pg_catalog.int4;
     v_now       pg_catalog.timestamptz;
     v_next      pg_catalog.timestamptz;
     v_next_cfg  pg_catalog.timestamptz;
@@ -101,6 +102,8 @@ DECLARE
     v_s_tick    pg_catalog.float8 := 0;
     v_s_commit  pg_catalog.float8 := 0;
     v_next_sum  pg_catalog.timestamptz;
+    v_plan      pgque.tick[];
+    v_timeout   pg_catalog.text;
 BEGIN
     -- First of all: no name below may resolve through a schema the caller
     -- (or a database default) put on the path.
@@ -114,6 +117,7 @@ BEGIN
     -- docs/engine.md, "Asynchronous commit of ticks"). Session-wide, like
     -- the search_path above (a manual CALL leaves both set).
     PERFORM pg_catalog.set_config('synchronous_commit', 'off', false);
+    v_timeout := pg_catalog.current_setting('lock_timeout');
     v_start := pg_catalog.clock_timestamp();
     v_slot := coalesce(pgque.get_setting('ticker_slot_seconds')::pg_catalog.int4, 60);
     v_overrun := coalesce(pgque.get_setting('ticker_overrun_ms')::pg_catalog.int4, 1500);
@@ -163,13 +167,17 @@ BEGIN
             -- queue is ticked a round later.
             v_warm := true;
             BEGIN
-                SELECT q.queue_name INTO v_wq FROM pgque.queue q
+                SELECT q.queue_name, q.queue_id INTO v_wq, v_wqid FROM pgque.queue q
                  WHERE NOT q.queue_external_ticker AND NOT q.queue_ticker_paused
                  ORDER BY q.queue_id LIMIT 1;
                 IF v_wq IS NOT NULL THEN
                     PERFORM pgque.force_next_tick(v_wq);
+                    -- A forced quiet queue's tick skips the pg_locks read
+                    -- (due_queues' quiet): plan it here.
+                    PERFORM FROM pgque.tick_in_flight(ARRAY[v_wqid]);
                 END IF;
-                PERFORM pgque.ticker();
+                v_plan := pgque.ticker_plan();
+                INSERT INTO pgque.tick SELECT * FROM pg_catalog.unnest(v_plan);
                 RAISE SQLSTATE 'PQWRM';
             EXCEPTION
                 WHEN SQLSTATE 'PQWRM' THEN
@@ -244,11 +252,34 @@ BEGIN
         EXIT WHEN pgque.get_setting('ticker_loop_enabled') OPERATOR(pg_catalog.=) 'false';
 
         -- A failing round is logged and retried next round; the loop goes on.
+        -- ticker() in two halves: the plan (every read, lock and check that
+        -- can fail) in a block, the INSERT of its rows outside it - a write
+        -- inside a block gives the subtransaction an xid that the round's
+        -- commit record lists (~20 bytes a tick at 100 Hz). The INSERT does
+        -- not wait: the plan holds its locks (tick_prepare).
+        v_plan := NULL;
         BEGIN
-            v_ticks := pgque.ticker();
+            v_plan := pgque.ticker_plan();
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'pgque: ticker() failed this round: % (%)', SQLERRM, SQLSTATE;
         END;
+        IF pg_catalog.cardinality(v_plan) OPERATOR(pg_catalog.>) 0 THEN
+            INSERT INTO pgque.tick SELECT * FROM pg_catalog.unnest(v_plan);
+        END IF;
+        v_ticks := pg_catalog.cardinality(v_plan);
+        -- Retries whose time has come (ticker()'s second half); rare, so
+        -- here a block's subtransaction xid costs nothing that matters.
+        IF EXISTS (SELECT FROM pgque.retry_queue r
+                    WHERE r.ev_retry_after OPERATOR(pg_catalog.<=) pg_catalog.now()) THEN
+            BEGIN
+                PERFORM pg_catalog.set_config('lock_timeout',
+                    coalesce(pgque.get_setting('ticker_lock_timeout_ms'), '20') OPERATOR(pg_catalog.||) 'ms', true);
+                PERFORM pgque.maint_retry_events();
+            EXCEPTION WHEN OTHERS THEN
+                RAISE LOG 'pgque: ticker did not move retries this round: % (%)', SQLERRM, SQLSTATE;
+            END;
+            PERFORM pg_catalog.set_config('lock_timeout', v_timeout, true);
+        END IF;
         IF v_debug OPERATOR(pg_catalog.>) 0 THEN
             v_t_ticker := pg_catalog.clock_timestamp();
         END IF;

@@ -1,0 +1,110 @@
+-- pgque.ticker_plan(): ticker()'s first half: for every queue that is due
+-- (due_queues), in this order, the producers in flight (tick_in_flight, one
+-- pg_locks read for all of them; none for queues due_queues calls quiet,
+-- and no read when all are) and each queue's prepared tick
+-- (tick_prepare) - everything but the INSERT, so that a caller can run it
+-- inside an exception block and INSERT the rows outside it (ticker_loop: a
+-- write inside a block gives the subtransaction an xid, which the tick's
+-- commit record then lists). A queue whose tick would wait on a lock longer
+-- than ticker_lock_timeout_ms, or whose tick lock another session holds, is
+-- left out (the next call ticks it), so one stuck queue never stalls the
+-- others; so is a queue dropped while the call runs (its relations gone):
+-- the set-based check then falls back to queue by queue.
+-- Must run in READ COMMITTED (raises otherwise).
+-- Returns: the rows to INSERT into pgque.tick (possibly none). Locks: the
+-- shared advisory lock (1885827445, 6) for the transaction, which marks it
+-- as a ticker for other ticks' pg_locks reading (tick_in_flight); per queue,
+-- as tick_prepare (its tick lock, ROW EXCLUSIVE on the tick child), held to
+-- the end of the transaction. Writes: queue (only to clear a forced tick).
+-- Called by: ticker(), ticker_loop().
+CREATE OR REPLACE FUNCTION pgque.ticker_plan()
+RETURNS pgque.tick[]
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pgque, pg_temp
+AS $$
+DECLARE
+    v_due     record;
+    v_qid     int;
+    v_last    bigint;
+    v_seq     bigint;
+    v_probe   boolean;
+    v_own     boolean;
+    v_quiet   boolean;
+    v_xids    bigint[];
+    v_row     pgque.tick;
+    v_plan    pgque.tick[] := '{}';
+    v_timeout text := current_setting('lock_timeout');
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'pgque: ticker() must run in READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'A tick records the current snapshot; in REPEATABLE READ or SERIALIZABLE it could be older than the previous tick. Call the ticker in its own READ COMMITTED transaction.';
+    END IF;
+    PERFORM pg_advisory_xact_lock_shared(1885827445, 6);
+    PERFORM set_config('lock_timeout', coalesce(pgque.get_setting('ticker_lock_timeout_ms'), '20') || 'ms', true);
+    BEGIN
+        -- In this order (tick_queue): the sequences (due_queues), pg_locks
+        -- once for all due queues (tick_in_flight), then each snapshot.
+        FOR v_due IN
+            WITH d AS MATERIALIZED (SELECT * FROM pgque.due_queues(NULL)),
+            -- quiet queues (due_queues) have nobody in flight: pg_locks is
+            -- read for the others only, and tick_in_flight is not called
+            -- at all when there are none (a one-time filter)
+            f AS (SELECT * FROM pgque.tick_in_flight(ARRAY(SELECT d2.queue_id FROM d d2 WHERE NOT d2.quiet))
+                   WHERE EXISTS (SELECT FROM d d3 WHERE NOT d3.quiet))
+            SELECT d.queue_id, d.queue_name, d.last_tick_id, d.event_seq,
+                   coalesce(f.probe, false) AS probe, coalesce(f.own_inserted, false) AS own_inserted, f.xids
+              FROM d
+              LEFT JOIN f ON f.queue_id = d.queue_id
+             WHERE d.quiet OR f.queue_id IS NOT NULL
+             ORDER BY d.queue_id
+        LOOP
+            BEGIN
+                v_row := pgque.tick_prepare(v_due.queue_id, v_due.last_tick_id, v_due.event_seq,
+                                            v_due.probe, v_due.own_inserted, v_due.xids);
+                IF v_row.tick_id IS NOT NULL THEN
+                    v_plan := v_plan || v_row;
+                END IF;
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+                RAISE LOG 'pgque: ticker skipped queue % this round: %', v_due.queue_name, SQLERRM;
+            END;
+        END LOOP;
+    EXCEPTION WHEN lock_not_available OR deadlock_detected OR undefined_table OR internal_error THEN
+        -- Some queue's objects are locked (being dropped or altered) and the
+        -- set-based check could not read them, or a queue read before a
+        -- concurrent drop_queue() committed has lost its relations ("could
+        -- not open relation with OID", internal_error): check queue by
+        -- queue instead, each with a fresh snapshot.
+        v_plan := '{}';
+        FOR v_qid IN SELECT q.queue_id FROM pgque.queue q ORDER BY q.queue_id LOOP
+            BEGIN
+                SELECT d.last_tick_id, d.event_seq, d.quiet INTO v_last, v_seq, v_quiet FROM pgque.due_queues(v_qid) d;
+                IF FOUND THEN
+                    v_probe := false;
+                    v_own := false;
+                    v_xids := NULL;
+                    IF NOT v_quiet THEN
+                        SELECT f.probe, f.own_inserted, f.xids INTO v_probe, v_own, v_xids
+                          FROM pgque.tick_in_flight(ARRAY[v_qid]) f;
+                    END IF;
+                    v_row := pgque.tick_prepare(v_qid, v_last, v_seq, v_probe, v_own, v_xids);
+                    IF v_row.tick_id IS NOT NULL THEN
+                        v_plan := v_plan || v_row;
+                    END IF;
+                END IF;
+            EXCEPTION
+                WHEN lock_not_available OR deadlock_detected THEN
+                    RAISE LOG 'pgque: ticker skipped queue id % this round: %', v_qid, SQLERRM;
+                WHEN undefined_table OR internal_error THEN
+                    -- Dropped meanwhile: skip it. Anything else is a real error.
+                    IF EXISTS (SELECT 1 FROM pgque.queue q WHERE q.queue_id = v_qid) THEN
+                        RAISE;
+                    END IF;
+                    RAISE LOG 'pgque: ticker skipped queue id % this round: dropped meanwhile (%)', v_qid, SQLERRM;
+            END;
+        END LOOP;
+    END;
+    PERFORM set_config('lock_timeout', v_timeout, true);
+    RETURN v_plan;
+END;
+$$;
