@@ -69,6 +69,9 @@ type Config struct {
 	Binary string
 	// ServeFlags are appended to every `pgquectl serve` command line.
 	ServeFlags []string
+	// ClusterSettings override or add postgresql.conf lines of the
+	// benchmark's cluster (name -> value as written in the file).
+	ClusterSettings map[string]string
 	// Ticker is the scheduled ticking beside the brokers: TickerDaemon
 	// (default), TickerCron or TickerNone.
 	Ticker string

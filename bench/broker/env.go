@@ -28,7 +28,7 @@ const benchDB = "pgque_bench"
 // alike in every cell), and pg_stat_statements for the time PostgreSQL
 // spends per pop. shared_preload_libraries is set here for this cluster
 // only (it overrides localpg's 'pg_cron' line: the later line wins).
-func clusterSettings(cron bool, track string) map[string]string {
+func clusterSettings(cron bool, track string, extra map[string]string) map[string]string {
 	preload := "'pg_stat_statements'"
 	if cron {
 		preload = "'pg_cron,pg_stat_statements'"
@@ -49,6 +49,9 @@ func clusterSettings(cron bool, track string) map[string]string {
 	if track == "all" {
 		m["pg_stat_statements.track"] = "'all'"
 		m["pg_stat_statements.track_planning"] = "on"
+	}
+	for k, v := range extra {
+		m[k] = v
 	}
 	return m
 }
@@ -133,7 +136,7 @@ func setupEnv(ctx context.Context, cfg Config) (*env, error) {
 	// The cluster lives in a subdirectory: the state directory also holds
 	// the binary and the broker logs, and localpg hands its directory to
 	// the postgres user when run as root.
-	opts := localpg.Options{StateDir: filepath.Join(cfg.StateDir, "pg"), Settings: clusterSettings(binaries.HasPgCron(), cfg.StatementsTrack), Log: log}
+	opts := localpg.Options{StateDir: filepath.Join(cfg.StateDir, "pg"), Settings: clusterSettings(binaries.HasPgCron(), cfg.StatementsTrack, cfg.ClusterSettings), Log: log}
 	if c, err := localpg.Open(opts); err == nil {
 		if err := c.Destroy(context.WithoutCancel(ctx)); err != nil {
 			return nil, fmt.Errorf("resetting %s: %w", opts.StateDir, err)

@@ -60,7 +60,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	latRate := fs.Int("latency-rate", 0, "the latency cells' producer rate in messages/s instead of the profile's 1000 (the targets are judged at 1000 only: a lower rate shows the unloaded floor)")
 	track := fs.String("statements-track", "top", "pg_stat_statements.track of the cluster: top (the report's statement groups) or all (nested statements too, with planning time: for finding where a function's time goes; the report's groups then hold only top-level rows)")
 	cells := fs.String("cells", "", "run only these cells (comma-separated names or name prefixes, e.g. latency-off,push-batch100); the others are listed as skipped")
-	var serveFlags multiFlag
+	var serveFlags, settings multiFlag
+	fs.Var(&settings, "cluster-setting", "a postgresql.conf line of the benchmark's cluster, name=value as written in the file (repeat it: --cluster-setting synchronous_commit=off); the report lists the cluster's settings")
 	fs.Var(&serveFlags, "serve-flag", "extra flag for every `pgquectl serve` (repeat it: --serve-flag=--pool-size=40 --serve-flag=--log-level=info)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -112,6 +113,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *latRate > 0 {
 		params.LatencyRate = *latRate
 	}
+	extra := map[string]string{}
+	for _, kv := range settings {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" || strings.TrimSpace(v) == "" {
+			fmt.Fprintf(stderr, "broker bench: --cluster-setting %q: write name=value, e.g. synchronous_commit=off\n", kv)
+			return 2
+		}
+		extra[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
 	if *track != "top" && *track != "all" {
 		fmt.Fprintf(stderr, "broker bench: --statements-track %q: use top or all\n", *track)
 		return 2
@@ -121,7 +131,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := Config{Profile: *profile, Params: params, StateDir: *state, OutDir: *out, Binary: *bin,
-		ServeFlags: serveFlags, KeepCluster: *keep, Cells: splitList(*cells), Ticker: *ticker, StatementsTrack: *track, Log: log,
+		ServeFlags: serveFlags, ClusterSettings: extra, KeepCluster: *keep, Cells: splitList(*cells), Ticker: *ticker, StatementsTrack: *track, Log: log,
 		Command: append([]string{"go run ./bench/broker"}, args...)}
 	// The first signal stops the run (the report of the cells done is still
 	// written); a second one kills the process.

@@ -35,7 +35,7 @@ func verdicts(ts []Target) map[string]string {
 func TestTargets(t *testing.T) {
 	t.Parallel()
 	measured := func(c *Cell) *Cell { c.Status = StatusMeasured; return c }
-	res := &Results{Cells: []*Cell{
+	res := &Results{Params: Params{LatencyRate: 1000}, Cells: []*Cell{
 		measured(&Cell{Name: "latency-off", Kind: "latency", Latency: &Dist{Count: 10, P50: 2.5, P99: 14}}),
 		measured(&Cell{Name: "latency-2brokers", Kind: "latency", Latency: &Dist{Count: 10, P50: 1, P99: 2}, Missing: 1}),
 		{Name: "latency-on", Kind: "latency", Hotlist: "on", Brokers: 1, Status: StatusNotAvailable},
@@ -58,6 +58,15 @@ func TestTargets(t *testing.T) {
 	for name, v := range want {
 		if got[name] != v {
 			t.Errorf("%s: %q, want %q", name, got[name], v)
+		}
+	}
+
+	// --latency-rate other than 1,000: shown, not judged.
+	slow := *res
+	slow.Params.LatencyRate = 100
+	for _, tg := range targets(&slow) {
+		if strings.HasPrefix(tg.Name, "latency-off") && (tg.Status != "not judged" || !strings.Contains(tg.Got, "at 100 msg/s")) {
+			t.Errorf("%s at 100 msg/s: %q %q, want not judged", tg.Name, tg.Status, tg.Got)
 		}
 	}
 

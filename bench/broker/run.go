@@ -35,7 +35,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	defer e.close()
 	res.HotlistSwitch = e.hotlist
-	res.Settings = clusterSettings(e.cluster.CronPreloaded, cfg.StatementsTrack)
+	res.Settings = clusterSettings(e.cluster.CronPreloaded, cfg.StatementsTrack, cfg.ClusterSettings)
 	_ = e.db.QueryRow(ctx, "SELECT version()").Scan(&res.Machine.PostgreSQL)
 
 	if err := e.startTicker(ctx); err != nil {
