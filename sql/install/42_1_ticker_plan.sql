@@ -49,9 +49,13 @@ BEGIN
             WITH d AS MATERIALIZED (SELECT * FROM pgque.due_queues(NULL)),
             -- quiet queues (due_queues) have nobody in flight: pg_locks is
             -- read for the others only, and tick_in_flight is not called
-            -- at all when there are none (a one-time filter)
-            f AS (SELECT * FROM pgque.tick_in_flight(ARRAY(SELECT d2.queue_id FROM d d2 WHERE NOT d2.quiet))
-                   WHERE EXISTS (SELECT FROM d d3 WHERE NOT d3.quiet))
+            -- at all when there are none (the lateral call runs once per
+            -- row of a, and a has none then; a and f are MATERIALIZED: an
+            -- inlined a turned the call into a plain function scan that
+            -- PostgreSQL 16 and 17 ran whatever the filter said)
+            a AS MATERIALIZED (SELECT ARRAY(SELECT d2.queue_id FROM d d2 WHERE NOT d2.quiet ORDER BY d2.queue_id) AS ids),
+            f AS MATERIALIZED (SELECT fi.* FROM a CROSS JOIN LATERAL pgque.tick_in_flight(a.ids) fi
+                   WHERE pg_catalog.cardinality(a.ids) > 0)
             SELECT d.queue_id, d.queue_name, d.last_tick_id, d.event_seq,
                    coalesce(f.probe, false) AS probe, coalesce(f.own_inserted, false) AS own_inserted, f.xids
               FROM d
