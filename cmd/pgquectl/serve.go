@@ -84,7 +84,7 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 	f.Duration("long-poll-max", httpapi.DefaultLongPollMax, "cap on a pop's wait timeout")
 	f.Duration("drain-timeout", httpapi.DefaultDrain, "on SIGTERM, how long requests in flight may take to finish")
 	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
-	f.Int("push-concurrency", broker.DefaultPushConcurrency, "pgque.push calls run at once; pushes arriving meanwhile go out together in the next call (one commit)")
+	f.Int("push-concurrency", broker.DefaultPushConcurrency, "pgque.push calls run at once; pushes arriving meanwhile go out together in the next call (one commit); default: the number of CPUs, between 2 and 4 (more calls than cores combine fewer pushes for more CPU)")
 	f.Bool("no-auto-tick", false, "do not tick a queue after a push (leave ticking to pg_cron or the ticker daemon)")
 	f.Bool("standby-ticker", true, "run the ticker daemon in standby: tick (every --standby-tick-period) only while no pg_cron ticker_loop and no other daemon ticks; needs pgque_admin")
 	f.Duration("standby-tick-period", 10*time.Millisecond, "how often the standby ticker calls pgque.ticker() once it ticks (queues still tick at their own tick_period_ms)")

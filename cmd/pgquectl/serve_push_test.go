@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
@@ -19,7 +21,7 @@ func TestServePushAndPprofFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"--push-concurrency", "(default 4)", "--pprof"} {
+	for _, want := range []string{"--push-concurrency", fmt.Sprintf("(default %d)", broker.DefaultPushConcurrency), "the number of CPUs, between 2 and 4", "--pprof"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("serve --help lacks %q", want)
 		}

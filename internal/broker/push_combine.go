@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -55,9 +56,15 @@ type pushCall struct {
 
 // Combiner defaults.
 const (
-	DefaultPushConcurrency = 4
-	DefaultPushMaxItems    = 1000
+	DefaultPushMaxItems = 1000
 )
+
+// DefaultPushConcurrency is the number of CPUs, between 2 and 4: each
+// concurrent call is a backend busy inserting and committing, and calls
+// beyond the cores combine fewer pushes for more CPU (on 2 cores, at 1,000
+// one-message pushes/s, 4 calls gave push->pop p50 17 ms / p99 342-670 ms
+// in bench/broker's latency-on cell, 2 calls p50 12-14 ms / p99 108-227 ms).
+var DefaultPushConcurrency = min(4, max(2, runtime.NumCPU()))
 
 // NewCombiner makes a Combiner running its calls on db (a pool: calls run
 // concurrently) with at most concurrency calls at once (<= 0: the default)
