@@ -22,27 +22,9 @@ func TestPushFastPath(t *testing.T) {
 	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['fq','fq','fq'], ARRAY['p0','p1',NULL], array_fill('{}'::jsonb, ARRAY[3]), NULL)`)
 	qid := e.int64(`SELECT queue_id FROM pgque.queue WHERE queue_name = 'fq'`)
 	before := e.int64(`SELECT count(*) FROM pgque.event_1_0`)
-	type row struct {
-		Idx   int
-		Msg   string
-		Txn   string
-		Queue string
-		State string
-		Part  int
-	}
-	rows, err := e.conn.Query(ctxT(t), `SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id
+	got := pushRows(t, e.conn, 4, `SELECT `+pushCols+`
 	    FROM pgque.push(ARRAY['fq','fq','fq','fq'], ARRAY['p1',NULL,'p0','Default'],
 	                    ARRAY['{"b": 2, "a": 1}','[1, 2]','"s"','null']::jsonb[], ARRAY['',NULL,'',NULL])`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 4 {
-		t.Fatalf("%d rows, want 4: %+v", len(got), got)
-	}
 	wantPart := []int{2, 0, 1, 0} // Default 0, p0 1, p1 2 (interned in name order)
 	wantData := []string{`{"a": 1, "b": 2}`, `[1, 2]`, `"s"`, `null`}
 	var lastEv int64
@@ -173,29 +155,11 @@ func TestPushFastPathStatements(t *testing.T) {
 func TestPushFastPathDedup(t *testing.T) {
 	e := setup(t)
 	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['fd','fd'], ARRAY['p0','p1'], array_fill('{}'::jsonb, ARRAY[2]), NULL)`)
-	type row struct {
-		Idx   int
-		Msg   string
-		Txn   string
-		State string
-		Part  int
-	}
-	push := func(parts, txns []*string) []row {
+	push := func(parts, txns []*string) []pushRow {
 		t.Helper()
-		rows, err := e.conn.Query(ctxT(t), `SELECT idx, message_id::text, transaction_id, status, partition_id
+		return pushRows(t, e.conn, len(parts), `SELECT `+pushCols+`
 		    FROM pgque.push(array_fill('fd'::text, ARRAY[cardinality($1::text[])]), $1::text[],
 		                    array_fill('{"k":1}'::jsonb, ARRAY[cardinality($1::text[])]), $2::text[])`, parts, txns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != len(parts) {
-			t.Fatalf("%d rows for %d items", len(got), len(parts))
-		}
-		return got
 	}
 	s := func(v string) *string { return &v }
 	counts := func() (int64, int64) {
@@ -261,30 +225,12 @@ func TestPushFastPathDedup(t *testing.T) {
 func TestPushMixedQueuesFastPerQueue(t *testing.T) {
 	e := setup(t)
 	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['ma','mb'], ARRAY['p0','p1'], array_fill('{}'::jsonb, ARRAY[2]), NULL)`)
-	type row struct {
-		Idx   int
-		Msg   string
-		Txn   string
-		Queue string
-		State string
-		Part  int
-	}
-	push := func() []row {
+	push := func() []pushRow {
 		t.Helper()
-		rows, err := e.conn.Query(ctxT(t), `SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id
+		got := pushRows(t, e.conn, 6, `SELECT `+pushCols+`
 		    FROM pgque.push(ARRAY['mb','ma','mb','mb','ma','ma'], ARRAY['p1','p0','p1','p1','new','p0'],
 		                    array_fill('{}'::jsonb, ARRAY[6]), ARRAY['x','x',NULL,'x',NULL,'y'])`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != 6 {
-			t.Fatalf("%d rows, want 6", len(got))
-		}
-		byIdx := make([]row, 6)
+		byIdx := make([]pushRow, 6)
 		for _, r := range got {
 			byIdx[r.Idx] = r
 		}
@@ -350,4 +296,35 @@ func TestPushRepeatableRead(t *testing.T) {
 	if n := e.int64(`SELECT count(*) FROM pgque.event_1_0 WHERE ev_partition = 1`); n != 1 {
 		t.Errorf("%d events in partition new, want 1", n)
 	}
+}
+
+// pushCols are the columns of pgque.push's result that pushRow scans.
+const pushCols = `idx, message_id::text, transaction_id, queue_name, status, partition_id`
+
+// pushRow is one row of pgque.push's result (pushCols).
+type pushRow struct {
+	Idx   int
+	Msg   string
+	Txn   string
+	Queue string
+	State string
+	Part  int
+}
+
+// pushRows runs a push query selecting pushCols and returns its rows,
+// failing the test unless there are want of them.
+func pushRows(t *testing.T, conn *pgx.Conn, want int, query string, args ...any) []pushRow {
+	t.Helper()
+	rows, err := conn.Query(ctxT(t), query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[pushRow])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != want {
+		t.Fatalf("%d rows, want %d: %+v", len(got), want, got)
+	}
+	return got
 }

@@ -6,23 +6,22 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
 )
 
-// Eight producers push the same transactionId at once: exactly one is
-// queued, the others are duplicates of it.
-func TestConcurrentDedup(t *testing.T) {
-	e := setup(t)
-	e.push(broker.Item{Queue: "q", Partition: "p", Payload: payload(0)}) // queue and partition exist
-	pool := pgxConn(t, e.dsn)
+// pushAtOnce runs n pushes concurrently (push i sends items(i)) and returns
+// the first result of each.
+func pushAtOnce(t *testing.T, pool *pgxpool.Pool, n int, items func(i int) []broker.Item) []broker.PushResult {
+	t.Helper()
 	var wg sync.WaitGroup
-	results := make([]broker.PushResult, 8)
+	results := make([]broker.PushResult, n)
 	for i := range results {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			res, err := broker.Push(ctxT(t), pool, []broker.Item{{Queue: "q", Partition: "p", Payload: payload(i), TransactionID: "same"}})
+			res, err := broker.Push(ctxT(t), pool, items(i))
 			if err != nil {
 				t.Errorf("push %d: %v", i, err)
 				return
@@ -31,22 +30,59 @@ func TestConcurrentDedup(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
+	return results
+}
+
+// oneQueued checks that exactly one of results was queued and that every
+// other is a duplicate naming the same message.
+func oneQueued(t *testing.T, results []broker.PushResult) {
+	t.Helper()
 	queued := 0
 	for _, r := range results {
 		if r.Status == broker.StatusQueued {
 			queued++
 		}
+		if r.MessageID != results[0].MessageID {
+			t.Errorf("a duplicate names another message: %+v", results)
+		}
 	}
 	if queued != 1 {
 		t.Fatalf("%d pushes queued, want 1: %+v", queued, results)
 	}
-	for _, r := range results {
-		if r.MessageID != results[0].MessageID {
-			t.Errorf("duplicate names another message: %+v", results)
-		}
-	}
+}
+
+// Eight producers push the same transactionId at once: exactly one is
+// queued, the others are duplicates of it.
+func TestConcurrentDedup(t *testing.T) {
+	e := setup(t)
+	e.push(broker.Item{Queue: "q", Partition: "p", Payload: payload(0)}) // queue and partition exist
+	oneQueued(t, pushAtOnce(t, pgxConn(t, e.dsn), 8, func(i int) []broker.Item {
+		return []broker.Item{{Queue: "q", Partition: "p", Payload: payload(i), TransactionID: "same"}}
+	}))
 	if n := e.events("q"); n != 2 {
 		t.Errorf("%d events, want 2", n)
+	}
+}
+
+// TestConcurrentDedupNewPartition: eight pushes of one transactionId to a
+// partition that does not exist yet, at once: they all intern it (one row),
+// then serialize on the dedup lock: exactly one is queued, the others are
+// its duplicates.
+func TestConcurrentDedupNewPartition(t *testing.T) {
+	e := setup(t)
+	e.push(broker.Item{Queue: "q", Payload: payload(0)}) // the queue exists, partition "new" does not
+	oneQueued(t, pushAtOnce(t, pgxConn(t, e.dsn), 8, func(i int) []broker.Item {
+		return []broker.Item{
+			{Queue: "q", Partition: "new", Payload: payload(i), TransactionID: "same"},
+			{Queue: "q", Partition: "other", Payload: payload(i)},
+		}
+	}))
+	if n := e.events("q"); n != 1+1+8 {
+		t.Errorf("%d events, want 10", n)
+	}
+	if n := e.int(`SELECT count(*) FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
+	                WHERE q.queue_name = 'q' AND p.part_name IN ('new', 'other')`); n != 2 {
+		t.Errorf("%d partitions new / other, want 2", n)
 	}
 }
 
