@@ -58,7 +58,8 @@ SELECT coalesce(sum((pgstattuple(c.oid)).dead_tuple_count), 0)::bigint
 	qSlot = `SELECT s, least(coalesce(pgque.get_setting('ticker_overrun_ms')::int8, 1500), s * 500)
 	           FROM (SELECT coalesce(pgque.get_setting('ticker_slot_seconds')::int8, 60) AS s) x`
 	// qWALByRelation: the span's WAL by record type and relation (what
-	// writes, e.g. when nothing happens or what 100 Hz adds), largest record bytes
+	// writes when nothing happens, what 100 Hz adds: the short phases
+	// without a held xmin), largest record bytes
 	// without full-page images first. A relation of another database or a
 	// shared catalog is named as such; '-' = no block (commits and the like).
 	qWALByRelation = `SELECT w.resource_manager || '/' || w.record_type,
@@ -199,7 +200,7 @@ type PhaseResult struct {
 	TopGaps []Gap `json:"top_tick_gaps,omitempty"`
 	// WALBreakdown: the phase's WAL by record type (largest first).
 	WALBreakdown []WALRecordStat `json:"wal_breakdown,omitempty"`
-	// WALByRelation: by record type and relation, largest
+	// WALByRelation (short phases without a held xmin): by record type and relation, largest
 	// record bytes without FPI first (Record is "type on relation").
 	WALByRelation []WALRecordStat `json:"wal_by_relation,omitempty"`
 
@@ -617,7 +618,12 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	res.Stalls = stalls(tickTimes, start, phaseEnd, psi, e.serverLog, runs)
 	if werr == nil {
 		res.WALBreakdown = walBreakdown(context.WithoutCancel(ctx), conns["wal"], w0, w1, rec)
-		res.WALByRelation = walByRelation(context.WithoutCancel(ctx), conns["wal"], w0, w1, rec)
+		// By relation only for the short phases that measure WAL (no xmin
+		// held): reading a 10-minute phase's WAL record by record took
+		// longer than the 30 s budget and overlapped the next phase.
+		if !p.HeldXmin && p.Duration <= 2*time.Minute {
+			res.WALByRelation = walByRelation(context.WithoutCancel(ctx), conns["wal"], w0, w1, rec)
+		}
 		var recBytes, fpiBytes int64
 		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if err := conns["wal"].QueryRow(qctx, qWALTotals, w0.LSN.String(), w1.LSN.String()).Scan(&recBytes, &fpiBytes); err != nil {
