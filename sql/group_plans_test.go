@@ -336,12 +336,7 @@ func tableReads(t *testing.T, tx pgx.Tx, pattern string) int64 {
 // (queue, group, partition) whatever the planner's row estimates.
 func TestPopAckCursorReadsBoundedByItems(t *testing.T) {
 	e := setup(t)
-	e.exec(`SELECT count(*) FROM pgque.push(array_fill('cr'::text, ARRAY[600]), ARRAY(SELECT 'p' || (g % 300) FROM generate_series(0, 599) g),
-	          array_fill('{"n":1}'::jsonb, ARRAY[600]), NULL)`)
-	e.exec(`SELECT pgque.broker_tick('cr')`)
-	// the group's 300 cursors, seeded
-	e.exec(`SELECT count(*) FROM pgque.pop_list('cr', 'g', ARRAY(SELECT part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
-	                                                             WHERE q.queue_name = 'cr' AND p.part_name ~ '^p'), 1, 1, NULL, true, 'all')`)
+	e.seedGroupCursors("cr", 600, 300)
 	if n := e.int64(`SELECT count(*) FROM pgque.group_cursor`); n != 300 {
 		t.Fatalf("%d cursors, want 300 (the premise: the group has a cursor per partition)", n)
 	}
@@ -513,12 +508,7 @@ func TestReseedReadsBoundedAfterAnalyze(t *testing.T) {
 // 10 UPDATE statements).
 func TestAckReadsEachCursorThrice(t *testing.T) {
 	e := setup(t)
-	e.exec(`SELECT count(*) FROM pgque.push(array_fill('ar'::text, ARRAY[200]), ARRAY(SELECT 'p' || (g % 100) FROM generate_series(0, 199) g),
-	          array_fill('{"n":1}'::jsonb, ARRAY[200]), NULL)`)
-	e.exec(`SELECT pgque.broker_tick('ar')`)
-	// the group's 100 cursors, seeded
-	e.exec(`SELECT count(*) FROM pgque.pop_list('ar', 'g', ARRAY(SELECT part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
-	                                                             WHERE q.queue_name = 'ar' AND p.part_name ~ '^p'), 1, 1, NULL, true, 'all')`)
+	e.seedGroupCursors("ar", 200, 100)
 	tx, err := e.conn.Begin(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
@@ -614,4 +604,16 @@ func TestPopAckOneItemNotReplanned(t *testing.T) {
 		t.Errorf("4 more pops and acks of one item planned %d statements over group_cursor and %d over partition (of %d plans made), want 0",
 			nCur, nPart, total)
 	}
+}
+
+// seedGroupCursors pushes n messages to queue q over parts partitions
+// p0.., ticks it, and pops one message in group g from every partition, so
+// that the group has a cursor per partition.
+func (e *engine) seedGroupCursors(q string, n, parts int) {
+	e.t.Helper()
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill($1::text, ARRAY[$2::int]), ARRAY(SELECT 'p' || (g % $3::int) FROM generate_series(0, $2::int - 1) g),
+	          array_fill('{"n":1}'::jsonb, ARRAY[$2::int]), NULL)`, q, n, parts)
+	e.exec(`SELECT pgque.broker_tick($1)`, q)
+	e.exec(`SELECT count(*) FROM pgque.pop_list($1, 'g', ARRAY(SELECT part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue
+	                                                         WHERE q.queue_name = $1 AND p.part_name ~ '^p'), 1, 1, NULL, true, 'all')`, q)
 }
