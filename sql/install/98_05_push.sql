@@ -55,6 +55,7 @@ DECLARE
     v_pid    int[];
     v_pls    jsonb[];
     v_txn    text[];
+    v_dedup  boolean;
 BEGIN
     IF i_queues IS NULL OR i_payloads IS NULL THEN
         RAISE EXCEPTION 'pgque: push needs the items'' queues and payloads (got NULL)' USING ERRCODE = 'invalid_parameter_value';
@@ -67,6 +68,16 @@ BEGIN
     END IF;
     IF v_n = 0 THEN
         RETURN;
+    END IF;
+    -- transactionIds are checked once, for both paths (none: skipped)
+    v_dedup := NOT ('' = ALL (array_replace(v_txns, NULL::text, '')));
+    IF v_dedup THEN
+        SELECT u.o - 1 INTO v_bad FROM unnest(v_txns) WITH ORDINALITY u(t, o)
+         WHERE octet_length(u.t) > 512 OR u.t ~ '[[:cntrl:]]' ORDER BY u.o LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'pgque: push: item % has an invalid transactionId (at most 512 bytes, no control characters)', v_bad
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
     END IF;
     -- The fast path (the common shape: every item to one existing queue,
     -- every payload given, every partition interned): one lookup of the
@@ -84,16 +95,10 @@ BEGIN
           INTO v_queue.queue_id, v_queue.queue_cur_table, v_queue.queue_options, v_pid
           FROM pgque.queue q WHERE q.queue_name = i_queues[1];
         IF FOUND AND cardinality(v_pid) = v_n THEN
-            IF '' = ALL (array_replace(v_txns, NULL::text, '')) THEN
+            IF NOT v_dedup THEN
                 RETURN QUERY EXECUTE 'SELECT * FROM pgque.push_fresh_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3)'
                 USING v_pid, i_payloads, i_queues[1];
                 RETURN;
-            END IF;
-            SELECT u.o - 1 INTO v_bad FROM unnest(v_txns) WITH ORDINALITY u(t, o)
-             WHERE octet_length(u.t) > 512 OR u.t ~ '[[:cntrl:]]' ORDER BY u.o LIMIT 1;
-            IF FOUND THEN
-                RAISE EXCEPTION 'pgque: push: item % has an invalid transactionId (at most 512 bytes, no control characters)', v_bad
-                    USING ERRCODE = 'invalid_parameter_value';
             END IF;
             -- the general path's dedup locks (same keys, same order)
             PERFORM pg_advisory_xact_lock(1885827449, k.key)
@@ -109,12 +114,6 @@ BEGIN
      WHERE u.q IS NULL OR u.q = '' OR u.p IS NULL ORDER BY u.o LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'pgque: push: item % has no queue or no payload', v_bad USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    SELECT u.o - 1 INTO v_bad FROM unnest(v_txns) WITH ORDINALITY u(t, o)
-     WHERE octet_length(u.t) > 512 OR u.t ~ '[[:cntrl:]]' ORDER BY u.o LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'pgque: push: item % has an invalid transactionId (at most 512 bytes, no control characters)', v_bad
-            USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
     FOR v_qname IN SELECT DISTINCT q FROM unnest(i_queues) q ORDER BY 1 LOOP
