@@ -49,9 +49,22 @@ func testBloatClears(t *testing.T, pgstattuple bool) {
 	holder := pgtest.Conn(t, dsn)
 	statusExec(t, holder, `BEGIN ISOLATION LEVEL REPEATABLE READ`)
 	statusExec(t, holder, `SELECT count(*) FROM pgque.queue`)
-	args := []string{"status", "--dsn", dsn, "--check", "--sample", "0", "--subscription-dead-max", "40",
+	args := []string{"status", "--dsn", dsn, "--check", "--sample", "0", "--subscription-dead-max", "100",
 		"--xmin-warn", "1h", "--xmin-crit", "2h"}
-	churnSubscription(t, conn, 60)
+	// 300 batches: the row versions fill four pages or more, so the current child
+	// has outgrown the page its live row needs and the rotation moves it.
+	// (60 once fit in one page: nothing but on-access pruning could clear
+	// that WARN, and whether a read prunes a page depends on its free space
+	// to the byte - the test failed in CI in two runs out of three.)
+	churnSubscription(t, conn, 300)
+	var pages int64
+	if err := conn.QueryRow(t.Context(), `SELECT pg_relation_size(format('pgque.%I', 'subscription_' || pgque.subscription_gen())::regclass)
+	                                            / current_setting('block_size')::bigint`).Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if pages < 3 {
+		t.Fatalf("the churned subscription child has %d pages: want at least 3, past the 1 + 1 below which rotate_family leaves it alone", pages)
+	}
 	code, out, errOut := statusMain(t, args...)
 	if code < 1 || !strings.Contains(out, "WARN dead tuples subscription") {
 		t.Fatalf("bloat under a held xmin: exit %d (want 1)\n%s%s", code, out, errOut)
