@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/pgstats"
 )
 
 func TestTickGapsCountHandoversFromRuns(t *testing.T) {
@@ -121,4 +124,27 @@ func TestLatencySplitDividesAtTheFirstTickAfterTheCommit(t *testing.T) {
 	if rec.split(ticks[:1]) != nil {
 		t.Fatal("one tick: want no split")
 	}
+}
+
+// TestWALRatioPerProductionSecond: the 100 Hz / 1 Hz WAL ratio divides each
+// phase's WAL by its production seconds, not by the span of the WAL reading:
+// the 1 Hz drain waits ~1 s for the last tick, and counting that wait as
+// production made the 2026-12-01-full-4 run (these numbers) 1.21×, MISSED.
+func TestWALRatioPerProductionSecond(t *testing.T) {
+	phase := func(hz int, bytes int64, seconds, walSeconds float64) PhaseResult {
+		p := PhaseResult{Phase: Phase{Name: fmt.Sprintf("pgque-%dhz-800-poll", hz), System: SystemPgque, Hz: hz, Rate: 800, Wake: WakePoll},
+			Seconds: seconds, Produced: 36004, Consumed: 36004}
+		p.setWAL(pgstats.WALRate{Bytes: bytes, Seconds: walSeconds})
+		return p
+	}
+	r := &Results{Phases: []PhaseResult{phase(1, 9812128, 45.014, 45.994), phase(100, 11614888, 45.016, 45.032)}}
+	for _, tg := range targets(r) {
+		if strings.HasPrefix(tg.what, "WAL 100 Hz / WAL 1 Hz") {
+			if !strings.HasPrefix(tg.measured, "1.18×") || tg.verdict != "met" || !strings.Contains(tg.measured, "323 B vs 273 B") {
+				t.Fatalf("WAL ratio judged %q %q, want 1.18× (323 B vs 273 B per event), met", tg.measured, tg.verdict)
+			}
+			return
+		}
+	}
+	t.Fatal("no WAL ratio target")
 }
