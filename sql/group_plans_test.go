@@ -65,7 +65,7 @@ func TestGroupPlansLifecycle(t *testing.T) {
 	    WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ ('_q' || $1::int || '_t[0-9]+$')
 	      AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
 	      AND p.proowner = (SELECT proowner FROM pg_proc WHERE oid = 'pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz)'::regprocedure)
-	      AND p.proconfig = ARRAY['jit=off', 'enable_bitmapscan=off', 'enable_seqscan=off', 'plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp']
+	      AND p.proconfig = ARRAY['jit=off', 'enable_bitmapscan=off', 'enable_seqscan=off', 'enable_sort=off', 'enable_incremental_sort=off', 'plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp']
 	      AND p.prosrc NOT LIKE '%EXECUTE%'`, id); n != int64(len(want)) {
 		t.Errorf("%d of %d generated functions are owned by the engine owner, static PL/pgSQL, not SECURITY DEFINER, with the pinned settings", n, len(want))
 	}

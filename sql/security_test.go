@@ -1379,7 +1379,7 @@ func TestSecurityCatalog(t *testing.T) {
 	                 -- A queue's generated read functions (group_plans) also pin
 	                 -- their plan cache mode; they are no SECURITY DEFINER.
 	                 AND NOT (p.proname ~ '_q[0-9]+_t[0-9]+$' AND NOT p.prosecdef
-	                          AND p.proconfig = ARRAY['jit=off', 'enable_bitmapscan=off', 'enable_seqscan=off', 'plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp'])
+	                          AND p.proconfig = ARRAY['jit=off', 'enable_bitmapscan=off', 'enable_seqscan=off', 'enable_sort=off', 'enable_incremental_sort=off', 'plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp'])
 	                 -- Inlinable helpers: SECURITY INVOKER, IMMUTABLE plain SQL, so
 	                 -- they run with the caller's rights, and inside our SECURITY
 	                 -- DEFINER functions they are parsed under the pinned path.

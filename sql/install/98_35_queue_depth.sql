@@ -26,6 +26,7 @@ DECLARE
     v_tables   int[];
     v_retained text[] := '{}';
     v_n        int;
+    v_guc      text[];
 BEGIN
     SELECT g.grp_id INTO v_group_id FROM pgque.broker_group g WHERE g.grp_name = v_group;
     IF v_group <> '__QUEUE_MODE__' AND NOT EXISTS (
@@ -38,6 +39,13 @@ BEGIN
         v_retained := v_retained || format('SELECT 1 FROM %s e WHERE e.ev_partition = l.gc_partition',
                                            pgque.event_table(v_queue.queue_id, v_n));
     END LOOP;
+    -- As in the generated functions (group_plans): the range reads must not
+    -- take the (ev_txid) index and sort (once the event tables were
+    -- analyzed it looks cheaper). Restored below (a SET clause would restore
+    -- them, but SECURITY DEFINER functions carry only search_path; an error
+    -- rolls them back with the transaction or savepoint).
+    v_guc := ARRAY[current_setting('enable_sort'), current_setting('enable_incremental_sort')];
+    PERFORM set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true);
     RETURN QUERY EXECUTE format($sql$
         SELECT p.part_name, p.part_uuid,
                (SELECT count(*) FROM (%s) r),
@@ -58,5 +66,6 @@ BEGIN
         pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL, NULL, '-$2', 'l.gc_from'),
         pgque.group_range_sql(v_queue.queue_id, v_tables, 'l.gc_hi', '$3', NULL, NULL, NULL, NULL, '-$2', 'l.gc_from'))
     USING v_queue.queue_id, v_group_id, pg_current_snapshot();
+    PERFORM set_config('enable_sort', v_guc[1], true), set_config('enable_incremental_sort', v_guc[2], true);
 END;
 $$;
