@@ -148,3 +148,21 @@ func TestWALRatioPerProductionSecond(t *testing.T) {
 	}
 	t.Fatal("no WAL ratio target")
 }
+
+// TestReportPgQWALRatioNotComparableWhenBehind: PgQ's 100 Hz consumer fell
+// behind in 2026-12-02-full-5 (34,148 of 36,004 events undelivered) and the
+// report still printed its WAL ratio (1.13×) as if it had done the same work.
+func TestReportPgQWALRatioNotComparableWhenBehind(t *testing.T) {
+	phase := func(hz int, missing int) PhaseResult {
+		return PhaseResult{Phase: Phase{Name: fmt.Sprintf("pgq-%dhz-800-poll", hz), System: SystemPgQ, Hz: hz, Rate: 800, Wake: WakePoll},
+			Seconds: 45, Produced: 36004, Consumed: 36004 - missing, Missing: missing, WALBytesPerSec: 1000 * float64(hz+100)}
+	}
+	md := markdown(&Results{Phases: []PhaseResult{phase(1, 0), phase(100, 34148)}}, nil)
+	if !strings.Contains(md, "PgQ + pgqd WAL 100 Hz / 1 Hz at 800 ev/s: not comparable (34148 and 0 events undelivered") {
+		t.Fatalf("a PgQ ratio over a phase whose consumer fell behind is not flagged:\n%s", md)
+	}
+	md = markdown(&Results{Phases: []PhaseResult{phase(1, 0), phase(100, 0)}}, nil)
+	if !strings.Contains(md, "PgQ + pgqd WAL 100 Hz / 1 Hz at 800 ev/s: 1.98×.") {
+		t.Fatalf("complete PgQ phases: ratio missing:\n%s", md)
+	}
+}

@@ -334,7 +334,12 @@ func markdown(r *Results, chartErrs []string) string {
 	}
 	hi, ok1 := r.find(cell(SystemPgQ, 100, 800, false, 1))
 	lo, ok2 := r.find(cell(SystemPgQ, 1, 800, false, 1))
-	if ok1 && ok2 && lo.WALBytesPerSec > 0 {
+	switch {
+	case ok1 && ok2 && (invalid(hi) || invalid(lo)):
+		// A consumer that fell behind leaves the ticks' batches unread
+		// and the acks unwritten: its WAL is not that of the same work.
+		w("PgQ + pgqd WAL 100 Hz / 1 Hz at 800 ev/s: not comparable (%d and %d events undelivered at 100 Hz and 1 Hz).\n", hi.Missing, lo.Missing)
+	case ok1 && ok2 && lo.WALBytesPerSec > 0:
 		w("PgQ + pgqd WAL 100 Hz / 1 Hz at 800 ev/s: %.2f×.\n", hi.WALBytesPerSec/lo.WALBytesPerSec)
 	}
 	if idle, ok := r.find(cell(SystemPgQ, 100, 0, false, 100)); ok {
