@@ -42,8 +42,9 @@ BEGIN
     -- As in the generated functions (group_plans): the range reads must not
     -- take the (ev_txid) index and sort (once the event tables were
     -- analyzed it looks cheaper). Restored below (a SET clause would restore
-    -- them, but SECURITY DEFINER functions carry only search_path; an error
-    -- rolls them back with the transaction or savepoint).
+    -- them, but the engine's SECURITY DEFINER functions carry exactly one,
+    -- search_path: sql/security_test.go; an error rolls them back with the
+    -- transaction or savepoint).
     v_guc := ARRAY[current_setting('enable_sort'), current_setting('enable_incremental_sort')];
     PERFORM set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true);
     RETURN QUERY EXECUTE format($sql$
