@@ -38,6 +38,11 @@ type Stall struct {
 	Checkpoint []string `json:"checkpoint,omitempty"`
 	// ServerLog: server log lines logged during the gap (± 100 ms).
 	ServerLog []string `json:"server_log,omitempty"`
+	// Ticker: where each ticker backend's time went over the gap (on a
+	// CPU, runnable waiting for one, wait events sampled), and StealMs the
+	// machine's steal time over it (-1: unknown); procsample.go.
+	Ticker  []ProcSplit `json:"ticker,omitempty"`
+	StealMs float64     `json:"steal_ms"`
 }
 
 // psiPoint is one reading of the cumulative PSI counters (µs).
@@ -143,7 +148,7 @@ func checkpoints(lines []logLine, end time.Time) (spans []span, text [][2]string
 
 // stalls lists the tick gaps over stallThreshold (largest first, at most
 // maxStalls) with their diagnostics.
-func stalls(ticks []time.Time, from, to time.Time, psi []psiPoint, logPath string, runs []span) []Stall {
+func stalls(ticks []time.Time, from, to time.Time, psi []psiPoint, procs []procPoint, logPath string, runs []span) []Stall {
 	var out []Stall
 	for i := 1; i < len(ticks); i++ {
 		a, b := ticks[i-1], ticks[i]
@@ -165,6 +170,7 @@ func stalls(ticks []time.Time, from, to time.Time, psi []psiPoint, logPath strin
 	for i := range out {
 		s := &out[i]
 		s.CPUPressure, s.IOPressure = pressureOver(psi, s.From, s.To)
+		s.Ticker, s.StealMs = procOver(procs, s.From, s.To)
 		for k, c := range cps {
 			if !c.from.After(s.To) && !c.to.Before(s.From) {
 				s.Checkpoint = append(s.Checkpoint, cpText[k][0], cpText[k][1])

@@ -53,7 +53,7 @@ func TestStallsDiagnoseGaps(t *testing.T) {
 	for i := 0; i <= 50; i++ {
 		psi = append(psi, psiPoint{ms(i * 100), int64(i) * 50_000, int64(i) * 25_000})
 	}
-	got := stalls(ticks, ms(0), ms(5000), psi, path, nil)
+	got := stalls(ticks, ms(0), ms(5000), psi, nil, path, nil)
 	if len(got) != 2 {
 		t.Fatalf("%d stalls, want 2 (120 ms and 3820 ms; 40 ms is under the threshold): %+v", len(got), got)
 	}
@@ -164,5 +164,83 @@ func TestReportPgQWALRatioNotComparableWhenBehind(t *testing.T) {
 	md = markdown(&Results{Phases: []PhaseResult{phase(1, 0), phase(100, 0)}}, nil)
 	if !strings.Contains(md, "PgQ + pgqd WAL 100 Hz / 1 Hz at 800 ev/s: 1.98×.") {
 		t.Fatalf("complete PgQ phases: ratio missing:\n%s", md)
+	}
+}
+
+// TestProcOverSplitsAGap: the ticker backend's on-CPU and run-queue time
+// over a gap come from the schedstat samples bracketing it, per backend
+// (two during a handover), with the wait events seen and the steal time.
+func TestProcOverSplitsAGap(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	var ps []procPoint
+	for i := 0; i <= 20; i++ { // every 20 ms for 400 ms
+		p := procPoint{at: ms(i * 20), steal: int64(i) * 5e6} // 5 ms stolen per sample
+		wait := "Timeout:PgSleep"
+		if i >= 5 && i <= 12 { // 100..240 ms: stuck on I/O
+			wait = "IO:DataFileRead"
+		}
+		// pid 7 runs 2 ms and waits 1 ms for a CPU per sample.
+		p.procs = append(p.procs, procSample{pid: 7, run: int64(i) * 2e6, queue: int64(i) * 1e6, ok: true, wait: wait})
+		if i >= 10 { // a second backend from 200 ms on (a handover)
+			p.procs = append(p.procs, procSample{pid: 9, run: int64(i-10) * 10e6, ok: true})
+		}
+		ps = append(ps, p)
+	}
+	splits, steal := procOver(ps, ms(100), ms(240))
+	if steal != 35 {
+		t.Errorf("steal %.1f ms over samples 100..240 ms, want 35", steal)
+	}
+	if len(splits) != 2 || splits[0].Pid != 7 || splits[1].Pid != 9 {
+		t.Fatalf("splits %+v, want pids 7 and 9", splits)
+	}
+	if a := splits[0]; a.OnCPUMs != 14 || a.RunQueueMs != 7 || a.WaitEvents["IO:DataFileRead"] != 8 || a.Samples != 8 {
+		t.Errorf("pid 7: %+v, want on CPU 14 ms, run queue 7 ms, 8 samples all IO:DataFileRead", a)
+	}
+	if b := splits[1]; b.OnCPUMs != 20 || b.WaitEvents[""] != 3 {
+		t.Errorf("pid 9: %+v, want on CPU 20 ms (samples 200..240), 3 samples with no wait event", b)
+	}
+	if got := procText(Stall{Ticker: splits, StealMs: steal}); !strings.Contains(got, "IO:DataFileRead×8") || !strings.Contains(got, "steal 35 ms") || !strings.Contains(got, "none×3") {
+		t.Errorf("procText: %q", got)
+	}
+	if s, st := procOver(nil, ms(0), ms(10)); s != nil || st != -1 {
+		t.Errorf("no samples: %v, %v; want nil, -1", s, st)
+	}
+}
+
+// TestStallCauseReadsTheEvidence: each kind of evidence gives its cause,
+// the strongest first, and a missed maximum names its largest gap's cause.
+func TestStallCauseReadsTheEvidence(t *testing.T) {
+	split := func(cpu, rq float64, waits map[string]int) []ProcSplit {
+		n := 0
+		for _, c := range waits {
+			n += c
+		}
+		return []ProcSplit{{Pid: 1, OnCPUMs: cpu, RunQueueMs: rq, WaitEvents: waits, Samples: n}}
+	}
+	cases := []struct {
+		s    Stall
+		want string
+	}{
+		{Stall{Ms: 100, StealMs: 40, Ticker: split(10, 50, map[string]int{"": 5})}, "hypervisor steal: 40 ms"},
+		{Stall{Ms: 100, Ticker: split(10, 60, map[string]int{"": 5})}, "CPU starvation: the ticker backend waited 60 ms for a CPU"},
+		{Stall{Ms: 100, Ticker: split(5, 5, map[string]int{"IO:DataFileRead": 4, "": 1})}, "blocked: the ticker backend was seen waiting on IO:DataFileRead in 4 of 5 samples"},
+		{Stall{Ms: 100, Ticker: split(70, 5, map[string]int{"": 5})}, "the ticker's own work: 70 ms on a CPU"},
+		{Stall{Ms: 100, Ticker: split(2, 1, map[string]int{"Timeout:PgSleep": 5})}, "the ticker slept between rounds (5 of 5 samples)"},
+		{Stall{Ms: 100, Ticker: split(20, 20, map[string]int{"": 5})}, "unattributed"},
+		{Stall{Ms: 100}, "not measured"},
+		{Stall{Ms: 100, Handover: true, Ticker: split(10, 60, nil)}, "pg_cron handover; CPU starvation"},
+	}
+	for i, c := range cases {
+		if got := stallCause(c.s); !strings.Contains(got, c.want) {
+			t.Errorf("case %d: cause %q, want it to contain %q", i, got, c.want)
+		}
+	}
+	p := PhaseResult{Stalls: []Stall{{Ms: 150, From: time.Date(2026, 12, 2, 0, 31, 40, 311e6, time.UTC), Ticker: split(10, 120, nil)}}}
+	if got := missNote(p, false); !strings.Contains(got, "the largest tick gap, 150 ms at 00:31:40.311: CPU starvation") {
+		t.Errorf("missNote: %q", got)
+	}
+	if got := missNote(p, true); got != "" {
+		t.Errorf("missNote for a met target: %q, want empty", got)
 	}
 }

@@ -425,7 +425,7 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 			_ = c.Close(context.Background())
 		}
 	}()
-	names := []string{"admin", "producer", "consumer", "monitor", "wal", "bystander", "xmin"}
+	names := []string{"admin", "producer", "consumer", "monitor", "wal", "bystander", "xmin", "procmon"}
 	for i := 1; i < p.Consumers; i++ {
 		names = append(names, consumerName(i))
 	}
@@ -503,13 +503,15 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 	var tickTimes []time.Time
 	var bystander []float64
 	var psi []psiPoint
+	var procs []procPoint
 	prodCtx, stopProd := context.WithTimeout(runCtx, p.Duration)
 	defer stopProd()
 	consCtx, stopCons := context.WithCancel(runCtx)
 	defer stopCons()
 
-	wg.Add(4)
+	wg.Add(5)
 	go func() { defer wg.Done(); psi = psiSampler(runCtx) }()
+	go func() { defer wg.Done(); procs = procSampler(runCtx, conns["procmon"], sys, rec) }()
 	go func() { defer wg.Done(); samples = sampler(runCtx, e, sys, conns["monitor"], cronMon, w0, start, rec) }()
 	go func() {
 		defer wg.Done()
@@ -617,7 +619,7 @@ func runPhase(ctx context.Context, e *env, sys system, p Phase) (res PhaseResult
 		res.Handovers = len(marks)
 	}
 	res.TopGaps = topGaps(tickTimes, start, phaseEnd, 10)
-	res.Stalls = stalls(tickTimes, start, phaseEnd, psi, e.serverLog, runs)
+	res.Stalls = stalls(tickTimes, start, phaseEnd, psi, procs, e.serverLog, runs)
 	if werr == nil {
 		res.WALBreakdown = walBreakdown(context.WithoutCancel(ctx), conns["wal"], w0, w1, rec)
 		// By relation only for the short phases that measure WAL (no xmin

@@ -202,6 +202,16 @@ func lverdict(p PhaseResult, ok bool) string {
 	return verdict(ok)
 }
 
+// missNote attributes a missed latency maximum to the cause measured for
+// the phase's largest tick gap (stall diagnostics); "" when met.
+func missNote(p PhaseResult, ok bool) string {
+	c := largestStallCause(p)
+	if ok || invalid(p) || c == "" {
+		return ""
+	}
+	return " (" + c + ")"
+}
+
 func verdict(ok bool) string {
 	if ok {
 		return "met"
@@ -219,7 +229,7 @@ func targets(r *Results) []target {
 		out = append(out,
 			target{"latency p50, 100 Hz, 800 ev/s, xmin held, poll-only (" + h.Name + ")", "≤ 8 ms", latms(h, l.P50), lverdict(h, l.P50 <= 8)},
 			target{"latency p99, same", "≤ 25 ms", latms(h, l.P99), lverdict(h, l.P99 <= 25)},
-			target{"latency max, same (over " + h.Duration.String() + ")", "≤ 60 ms", latms(h, l.Max), lverdict(h, l.Max <= 60)},
+			target{"latency max, same (over " + h.Duration.String() + ")", "≤ 60 ms", latms(h, l.Max) + missNote(h, l.Max <= 60), lverdict(h, l.Max <= 60)},
 			target{fmt.Sprintf("largest tick gap at a pg_cron slot handover (%d handovers)", h.Handovers), "≤ 100 ms", f1(h.MaxHandoverGapMs) + " ms", verdict(h.MaxHandoverGapMs <= 100)},
 			target{"peak dead tuples, tick tables", "≤ 200", fmt.Sprint(h.PeakDeadTick), verdict(h.PeakDeadTick <= 200)},
 			target{"peak dead tuples, subscription tables", "≤ 500", fmt.Sprint(h.PeakDeadSub), verdict(h.PeakDeadSub <= 500)},
@@ -281,7 +291,7 @@ func targets(r *Results) []target {
 		out = append(out,
 			target{"pg_cron 1.6: latency p50, headline cell (" + h.Name + ")", "≤ 8 ms", latms(h, l.P50), lverdict(h, l.P50 <= 8)},
 			target{"pg_cron 1.6: latency p99, same", "≤ 15 ms", latms(h, l.P99), lverdict(h, l.P99 <= 15)},
-			target{"pg_cron 1.6: latency max, same (over " + h.Duration.String() + ")", "≤ 60 ms", latms(h, l.Max), lverdict(h, l.Max <= 60)},
+			target{"pg_cron 1.6: latency max, same (over " + h.Duration.String() + ")", "≤ 60 ms", latms(h, l.Max) + missNote(h, l.Max <= 60), lverdict(h, l.Max <= 60)},
 			target{fmt.Sprintf("pg_cron 1.6: largest tick gap at a slot handover (%d handovers)", h.Handovers), "≤ 30 ms", f1(h.MaxHandoverGapMs) + " ms", verdict(h.MaxHandoverGapMs <= 30)})
 	} else {
 		notMeasured("pg_cron 1.6 headline cell", "p50 ≤ 8, p99 ≤ 15, max ≤ 60 ms, handover ≤ 30 ms")
@@ -545,12 +555,12 @@ func stallSection(w func(string, ...any), r *Results) {
 		w("No tick gap over 50 ms in any phase.\n")
 		return
 	}
-	w("Per gap: whether a pg_cron run of the ticker started or ended in it (handover), the machine's CPU and I/O pressure over the gap (PSI `some`, sampled every 100 ms: the share of the time some task waited), checkpoints in progress (server log, `log_checkpoints`), and what the server logged meanwhile (the loop's round debug log where the engine has `ticker_debug_round_ms`, lock waits, warnings).\n")
+	w("Per gap: whether a pg_cron run of the ticker started or ended in it (handover), the machine's CPU and I/O pressure over the gap (PSI `some`, sampled every 100 ms: the share of the time some task waited), checkpoints in progress (server log, `log_checkpoints`), what the server logged meanwhile (the loop's round debug log where the engine has `ticker_debug_round_ms`, lock waits, warnings), and where the ticker backend's time went (sampled every 20 ms: time on a CPU and time runnable but waiting for one from /proc/<pid>/schedstat, its wait events from pg_stat_activity - `none` is on a CPU or runnable - and the machine's steal time from /proc/stat; the rest of the gap the backend was blocked or asleep).\n")
 	for _, p := range r.Phases {
 		if len(p.Stalls) == 0 {
 			continue
 		}
-		w("\n**%s** (%s): %d gap(s) over 50 ms (largest %d shown)\n\n| from | gap ms | handover | CPU | I/O | checkpoint | server log |\n|---|---|---|---|---|---|---|\n",
+		w("\n**%s** (%s): %d gap(s) over 50 ms (largest %d shown)\n\n| from | gap ms | cause | handover | CPU | I/O | checkpoint | server log | ticker backend |\n|---|---|---|---|---|---|---|---|---|\n",
 			p.Name, systemLabel(p), len(p.Stalls), min(len(p.Stalls), maxStalls))
 		for _, s := range p.Stalls {
 			cp := "—"
@@ -561,8 +571,8 @@ func stallSection(w func(string, ...any), r *Results) {
 			if len(s.ServerLog) > 0 {
 				lg = mdCell(strings.Join(s.ServerLog, " / "))
 			}
-			w("| %s | %.1f | %s | %.0f%% | %.0f%% | %s | %s |\n", s.From.UTC().Format("15:04:05.000"), s.Ms, yesNo(s.Handover),
-				100*s.CPUPressure, 100*s.IOPressure, cp, lg)
+			w("| %s | %.1f | %s | %s | %.0f%% | %.0f%% | %s | %s | %s |\n", s.From.UTC().Format("15:04:05.000"), s.Ms, mdCell(stallCause(s)), yesNo(s.Handover),
+				100*s.CPUPressure, 100*s.IOPressure, cp, lg, mdCell(procText(s)))
 		}
 	}
 }

@@ -16,6 +16,13 @@
 -- as a ticker for other ticks' pg_locks reading (tick_in_flight); per queue,
 -- as tick_prepare (its tick lock, ROW EXCLUSIVE on the tick child), held to
 -- the end of the transaction. Writes: queue (only to clear a forced tick).
+-- Diagnostics: when the session setting pgque.ticker_debug_round_ms is
+-- over 0 (ticker_loop() sets it from the ticker_debug_round_ms setting), a
+-- call slower than that many ms, or one that skipped a due queue, RAISEs
+-- LOG with its timings (the due check: due_queues and the pg_locks read;
+-- the slowest queue's tick_prepare) and, per skipped queue, why: who holds
+-- its tick lock (pid, application, state, query), or that a newer tick
+-- appeared meanwhile.
 -- Called by: ticker(), ticker_loop().
 CREATE OR REPLACE FUNCTION pgque.ticker_plan()
 RETURNS pgque.tick[]
@@ -34,7 +41,19 @@ DECLARE
     v_row     pgque.tick;
     v_plan    pgque.tick[] := '{}';
     v_timeout text := current_setting('lock_timeout');
+    v_debug   int := CASE WHEN current_setting('pgque.ticker_debug_round_ms', true) ~ '^[0-9]{1,9}$'
+                          THEN current_setting('pgque.ticker_debug_round_ms', true)::int ELSE 0 END;
+    v_t0      timestamptz;
+    v_t_due   timestamptz;
+    v_t_q     timestamptz;
+    v_n_due   int := 0;
+    v_slow_ms float8 := 0;
+    v_slow_q  text;
+    v_skips   text;
 BEGIN
+    IF v_debug > 0 THEN
+        v_t0 := clock_timestamp();
+    END IF;
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'pgque: ticker() must run in READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
             USING ERRCODE = 'invalid_transaction_state',
@@ -63,17 +82,42 @@ BEGIN
              WHERE d.quiet OR f.queue_id IS NOT NULL
              ORDER BY d.queue_id
         LOOP
+            IF v_debug > 0 THEN
+                v_t_q := clock_timestamp();
+                v_t_due := coalesce(v_t_due, v_t_q);
+                v_n_due := v_n_due + 1;
+            END IF;
             BEGIN
                 v_row := pgque.tick_prepare(v_due.queue_id, v_due.last_tick_id, v_due.event_seq,
                                             v_due.probe, v_due.own_inserted, v_due.xids);
                 IF v_row.tick_id IS NOT NULL THEN
                     v_plan := v_plan || v_row;
+                ELSIF v_debug > 0 THEN
+                    -- Why tick_prepare skipped it: its tick lock's holder, if any.
+                    v_skips := concat_ws('; ', v_skips, format('%s: %s', v_due.queue_name, coalesce(
+                        (SELECT string_agg(format('tick lock held by pid %s (%s, %s, xact %s ms old: %s)',
+                                                  a.pid, a.application_name, a.state,
+                                                  round((extract(epoch FROM clock_timestamp() - a.xact_start) * 1000)::numeric, 1),
+                                                  left(a.query, 80)), ', ')
+                           FROM pg_catalog.pg_locks l
+                           JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+                          WHERE l.locktype = 'advisory' AND l.classid = 1885827446::oid
+                            AND l.objid = v_due.queue_id::oid AND l.objsubid = 2
+                            AND l.granted AND l.pid <> pg_backend_pid()),
+                        'a newer tick than the due check read (another ticker), or the queue is gone')));
+                END IF;
+                IF v_debug > 0 AND extract(epoch FROM clock_timestamp() - v_t_q) * 1000 > v_slow_ms THEN
+                    v_slow_ms := extract(epoch FROM clock_timestamp() - v_t_q) * 1000;
+                    v_slow_q := v_due.queue_name;
                 END IF;
             EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
                 RAISE LOG 'pgque: ticker skipped queue % this round: %', v_due.queue_name, SQLERRM;
             END;
         END LOOP;
     EXCEPTION WHEN lock_not_available OR deadlock_detected OR undefined_table OR internal_error THEN
+        IF v_debug > 0 THEN
+            RAISE LOG 'pgque: ticker_plan fell back to checking queue by queue: % (%)', SQLERRM, SQLSTATE;
+        END IF;
         -- Some queue's objects are locked (being dropped or altered) and the
         -- set-based check could not read them, or a queue read before a
         -- concurrent drop_queue() committed has lost its relations ("could
@@ -109,6 +153,13 @@ BEGIN
         END LOOP;
     END;
     PERFORM set_config('lock_timeout', v_timeout, true);
+    IF v_debug > 0 AND (v_skips IS NOT NULL
+                        OR extract(epoch FROM clock_timestamp() - v_t0) * 1000 > v_debug) THEN
+        RAISE LOG 'pgque: ticker_plan() took % ms (over ticker_debug_round_ms=%, or it skipped a due queue): due check % ms (% queues due), % ticks prepared, slowest tick_prepare % ms (%); skipped: %',
+            round((extract(epoch FROM clock_timestamp() - v_t0) * 1000)::numeric, 1), v_debug,
+            round((extract(epoch FROM coalesce(v_t_due, clock_timestamp()) - v_t0) * 1000)::numeric, 1), v_n_due,
+            cardinality(v_plan), round(v_slow_ms::numeric, 1), coalesce(v_slow_q, 'none'), coalesce(v_skips, 'none');
+    END IF;
     RETURN v_plan;
 END;
 $$;

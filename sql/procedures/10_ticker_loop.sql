@@ -41,8 +41,12 @@
 -- within one round.
 -- Diagnostics: ticker_debug_round_ms > 0 RAISEs LOG for every round slower
 -- than that (from its planned start to the end of its work) with the sleep
--- overshoot and the time in ticker(), its COMMIT, rotate_metadata() and step
--- 2; queues skipped on a lock timeout are LOGged by ticker() itself; and
+-- overshoot and the time in ticker() (split: reading the settings,
+-- ticker_plan(), the INSERT and retries), its COMMIT, rotate_metadata() and
+-- step 2; queues skipped on a lock timeout are LOGged by ticker() itself,
+-- and ticker_plan() LOGs its own slow calls and every due queue it
+-- skipped, with why (it reads the session setting
+-- pgque.ticker_debug_round_ms, which the loop sets); and
 -- every 10 s a summary of all rounds since the last one (count, mean sleep
 -- overshoot, mean time in ticker() and in its COMMIT): where the time of an
 -- ordinary round goes, the loop's share of the delivery latency. Off (0,
@@ -91,6 +95,8 @@ DECLARE
     -- start, and the end of each phase.
     v_planned   pg_catalog.timestamptz;
     v_t_round   pg_catalog.timestamptz;
+    v_t_cfg     pg_catalog.timestamptz;
+    v_t_plan    pg_catalog.timestamptz;
     v_t_ticker  pg_catalog.timestamptz;
     v_t_commit  pg_catalog.timestamptz;
     v_t_meta    pg_catalog.timestamptz;
@@ -245,6 +251,8 @@ BEGIN
                     SELECT q.queue_tick_period_ms FROM pgque.queue q
                      WHERE NOT q.queue_external_ticker AND NOT q.queue_ticker_paused) s;
             v_debug := coalesce(pgque.get_setting('ticker_debug_round_ms')::pg_catalog.int4, 0);
+            -- ticker_plan() reads it from the session (no lookup a round).
+            PERFORM pg_catalog.set_config('pgque.ticker_debug_round_ms', v_debug::pg_catalog.text, false);
             v_maint_ms := coalesce(pgque.get_setting('ticker_maint_ms')::pg_catalog.int4, 0);
             v_next_cfg := v_t_round OPERATOR(pg_catalog.+) interval '1 second';
         END IF;
@@ -258,11 +266,17 @@ BEGIN
         -- commit record lists (~20 bytes a tick at 100 Hz). The INSERT does
         -- not wait: the plan holds its locks (tick_prepare).
         v_plan := NULL;
+        IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+            v_t_cfg := pg_catalog.clock_timestamp();
+        END IF;
         BEGIN
             v_plan := pgque.ticker_plan();
         EXCEPTION WHEN OTHERS THEN
             RAISE WARNING 'pgque: ticker() failed this round: % (%)', SQLERRM, SQLSTATE;
         END;
+        IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+            v_t_plan := pg_catalog.clock_timestamp();
+        END IF;
         IF pg_catalog.cardinality(v_plan) OPERATOR(pg_catalog.>) 0 THEN
             INSERT INTO pgque.tick SELECT * FROM pg_catalog.unnest(v_plan);
         END IF;
@@ -330,12 +344,15 @@ BEGIN
         IF v_debug OPERATOR(pg_catalog.>) 0
            AND v_now OPERATOR(pg_catalog.-) v_planned
                OPERATOR(pg_catalog.>) pg_catalog.make_interval(secs => v_debug OPERATOR(pg_catalog./) 1000.0) THEN
-            RAISE LOG 'pgque: ticker_loop round took % ms (over ticker_debug_round_ms=%): sleep overshoot % ms, ticker() % ms (% ticks), commit % ms, rotate_metadata() % ms (%), step2 and maint() % ms',
+            RAISE LOG 'pgque: ticker_loop round took % ms (over ticker_debug_round_ms=%): sleep overshoot % ms, ticker() % ms (% ticks; settings % ms, ticker_plan() % ms, insert and retries % ms), commit % ms, rotate_metadata() % ms (%), step2 and maint() % ms',
                 pg_catalog.round((EXTRACT(epoch FROM v_now OPERATOR(pg_catalog.-) v_planned) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
                 v_debug,
                 pg_catalog.round((EXTRACT(epoch FROM v_t_round OPERATOR(pg_catalog.-) v_planned) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
                 pg_catalog.round((EXTRACT(epoch FROM v_t_ticker OPERATOR(pg_catalog.-) v_t_round) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
                 coalesce(v_ticks::pg_catalog.text, 'failed'),
+                pg_catalog.round((EXTRACT(epoch FROM v_t_cfg OPERATOR(pg_catalog.-) v_t_round) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
+                pg_catalog.round((EXTRACT(epoch FROM v_t_plan OPERATOR(pg_catalog.-) v_t_cfg) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
+                pg_catalog.round((EXTRACT(epoch FROM v_t_ticker OPERATOR(pg_catalog.-) v_t_plan) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
                 pg_catalog.round((EXTRACT(epoch FROM v_t_commit OPERATOR(pg_catalog.-) v_t_ticker) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
                 pg_catalog.round((EXTRACT(epoch FROM v_t_meta OPERATOR(pg_catalog.-) v_t_commit) OPERATOR(pg_catalog.*) 1000)::pg_catalog.numeric, 1),
                 coalesce(v_meta::pg_catalog.text, 'not due'),
