@@ -3,6 +3,8 @@ package sql_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,4 +149,49 @@ func exactlyOnce(t *testing.T, got []string, want []string) {
 	for g, n := range seen {
 		t.Errorf("unexpected payload %q delivered %d times", g, n)
 	}
+}
+
+// logConn is a connection that receives the server's LOG messages
+// (client_min_messages = log) and keeps them, "<severity>: <message>".
+type logConn struct {
+	*pgx.Conn
+	mu   sync.Mutex
+	msgs []string
+}
+
+func newLogConn(t *testing.T, dsn string) *logConn {
+	t.Helper()
+	lc := &logConn{}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		lc.mu.Lock()
+		lc.msgs = append(lc.msgs, n.Severity+": "+n.Message)
+		lc.mu.Unlock()
+	}
+	if lc.Conn, err = pgx.ConnectConfig(ctxT(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lc.Close(context.Background()) })
+	if _, err := lc.Exec(ctxT(t), `SET client_min_messages = log`); err != nil {
+		t.Fatal(err)
+	}
+	return lc
+}
+
+// take returns the messages containing sub received so far and forgets
+// every message received so far.
+func (lc *logConn) take(sub string) []string {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	var out []string
+	for _, m := range lc.msgs {
+		if strings.Contains(m, sub) {
+			out = append(out, m)
+		}
+	}
+	lc.msgs = nil
+	return out
 }

@@ -5,12 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
@@ -185,25 +181,7 @@ func TestTickerLoopLogsARoundSummary(t *testing.T) {
 	if until := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); until < time.Minute {
 		time.Sleep(until + time.Second)
 	}
-	var mu sync.Mutex
-	var logged []string
-	cfg, err := pgx.ParseConfig(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		logged = append(logged, n.Message)
-		mu.Unlock()
-	}
-	loop, err := pgx.ConnectConfig(ctxT(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = loop.Close(context.Background()) })
-	if _, err := loop.Exec(ctxT(t), `SET client_min_messages = log`); err != nil {
-		t.Fatal(err)
-	}
+	loop := newLogConn(t, e.dsn)
 	done := make(chan error, 1)
 	go func() {
 		_, err := loop.Exec(context.Background(), `CALL pgque.ticker_loop()`)
@@ -213,13 +191,9 @@ func TestTickerLoopLogsARoundSummary(t *testing.T) {
 	var summary string
 	for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline) && summary == ""; {
 		time.Sleep(250 * time.Millisecond)
-		mu.Lock()
-		for _, m := range logged {
-			if strings.Contains(m, "ticker_loop rounds:") {
-				summary = m
-			}
+		for _, m := range loop.take("ticker_loop rounds:") {
+			summary = strings.TrimPrefix(m, "LOG: ")
 		}
-		mu.Unlock()
 	}
 	e.exec(`SELECT pgque.set_setting('ticker_loop_enabled', 'false')`)
 	if err := <-done; err != nil {

@@ -3,12 +3,8 @@ package sql_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
@@ -90,26 +86,8 @@ func TestTickerLoopStandbyWarmsTheTickPathAndUndoesIt(t *testing.T) {
 	if _, err := holder.Exec(ctxT(t), `SELECT pg_advisory_lock(1885827445, 5)`); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var logged []string
-	cfg, err := pgx.ParseConfig(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		logged = append(logged, n.Severity+": "+n.Message)
-		mu.Unlock()
-	}
-	standby, err := pgx.ConnectConfig(ctxT(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = standby.Close(context.Background()) })
 	// LOG messages (the warm-up's failure report) reach this client too.
-	if _, err := standby.Exec(ctxT(t), `SET client_min_messages = log`); err != nil {
-		t.Fatal(err)
-	}
+	standby := newLogConn(t, e.dsn)
 	start := time.Now()
 	if _, err := standby.Exec(ctxT(t), `CALL pgque.ticker_loop()`); err != nil {
 		t.Fatalf("standby ticker_loop: %v", err)
@@ -117,9 +95,7 @@ func TestTickerLoopStandbyWarmsTheTickPathAndUndoesIt(t *testing.T) {
 	if el := time.Since(start); el < 1500*time.Millisecond {
 		t.Fatalf("the standby returned after %s: it did not wait for the held lock", el)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, m := range logged {
+	for _, m := range standby.take("") {
 		if strings.Contains(m, "warm-up") {
 			t.Errorf("the warm-up failed: %s", m)
 		}

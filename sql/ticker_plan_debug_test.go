@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestTickerPlanLogsWhyItSkippedADueQueue: with the loop's debug setting
@@ -44,25 +42,7 @@ func TestTickerPlanLogsWhyItSkippedADueQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var mu sync.Mutex
-	var logged []string
-	cfg, err := pgx.ParseConfig(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		mu.Lock()
-		logged = append(logged, n.Message)
-		mu.Unlock()
-	}
-	ticker, err := pgx.ConnectConfig(ctxT(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ticker.Close(context.Background()) })
-	if _, err := ticker.Exec(ctxT(t), `SET client_min_messages = log`); err != nil {
-		t.Fatal(err)
-	}
+	ticker := newLogConn(t, e.dsn)
 	tick := func() int {
 		t.Helper()
 		var n int
@@ -71,18 +51,7 @@ func TestTickerPlanLogsWhyItSkippedADueQueue(t *testing.T) {
 		}
 		return n
 	}
-	planLines := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		var out []string
-		for _, m := range logged {
-			if strings.Contains(m, "ticker_plan()") {
-				out = append(out, m)
-			}
-		}
-		logged = nil
-		return out
-	}
+	planLines := func() []string { return ticker.take("ticker_plan()") }
 
 	// Off: skipped silently (the queue is due: only its creation tick exists).
 	if n := tick(); n != 0 {

@@ -74,18 +74,8 @@ func psiSampler(ctx context.Context) []psiPoint {
 // pressureOver returns the PSI shares over [from, to], widened to the
 // samples that bracket it.
 func pressureOver(ps []psiPoint, from, to time.Time) (cpu, io float64) {
-	if len(ps) < 2 {
-		return 0, 0
-	}
-	i := 0
-	for i+1 < len(ps) && !ps[i+1].at.After(from) {
-		i++
-	}
-	j := i + 1
-	for j < len(ps)-1 && ps[j].at.Before(to) {
-		j++
-	}
-	if j >= len(ps) {
+	i, j, ok := bracket(len(ps), func(k int) time.Time { return ps[k].at }, from, to)
+	if !ok {
 		return 0, 0
 	}
 	us := float64(ps[j].at.Sub(ps[i].at).Microseconds())
@@ -93,6 +83,24 @@ func pressureOver(ps []psiPoint, from, to time.Time) (cpu, io float64) {
 		return 0, 0
 	}
 	return float64(ps[j].cpu-ps[i].cpu) / us, float64(ps[j].io-ps[i].io) / us
+}
+
+// bracket finds, among n samples taken at at(0) < at(1) < ..., the last
+// one at or before from (i; the first when none is) and the first one at
+// or after to (j; the last when none is): the samples that bracket
+// [from, to]. ok is false with fewer than two samples.
+func bracket(n int, at func(int) time.Time, from, to time.Time) (i, j int, ok bool) {
+	if n < 2 {
+		return 0, 0, false
+	}
+	for i+1 < n && !at(i+1).After(from) {
+		i++
+	}
+	j = i + 1
+	for j < n-1 && at(j).Before(to) {
+		j++
+	}
+	return i, j, j < n
 }
 
 // logLine is one server log line with its time.

@@ -129,18 +129,8 @@ func stealNs() int64 {
 // bracket it, and gives the machine's steal time over it (ms; -1 unknown).
 func procOver(ps []procPoint, from, to time.Time) (splits []ProcSplit, stealMs float64) {
 	stealMs = -1
-	if len(ps) < 2 {
-		return nil, stealMs
-	}
-	i := 0
-	for i+1 < len(ps) && !ps[i+1].at.After(from) {
-		i++
-	}
-	j := i + 1
-	for j < len(ps)-1 && ps[j].at.Before(to) {
-		j++
-	}
-	if j >= len(ps) {
+	i, j, ok := bracket(len(ps), func(k int) time.Time { return ps[k].at }, from, to)
+	if !ok {
 		return nil, stealMs
 	}
 	if ps[i].steal >= 0 && ps[j].steal >= 0 {
