@@ -362,6 +362,7 @@ func freePort() (int, error) {
 // pgSnapshot is what a cell reads from PostgreSQL at its start and end.
 type pgSnapshot struct {
 	lsn string
+	cpu cpuSnap
 }
 
 // beginCell checkpoints (when asked: not while load runs), resets
@@ -377,7 +378,24 @@ func (e *env) beginCell(ctx context.Context, checkpoint bool) (pgSnapshot, error
 		return s, fmt.Errorf("pg_stat_statements_reset: %w", err)
 	}
 	err := e.db.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&s.lsn)
+	s.cpu = e.readCPU()
 	return s, err
+}
+
+// readCPU reads the CPU used so far by the cluster, brokers, ticker daemon
+// and this process (cpu.go).
+func (e *env) readCPU() cpuSnap {
+	var brokers []int
+	for _, b := range e.brokers {
+		if b.cmd != nil && b.cmd.Process != nil {
+			brokers = append(brokers, b.cmd.Process.Pid)
+		}
+	}
+	ticker := 0
+	if e.ticker != nil && e.ticker.cmd != nil && e.ticker.cmd.Process != nil {
+		ticker = e.ticker.cmd.Process.Pid
+	}
+	return readCPU(e.cluster.DataDir, brokers, ticker)
 }
 
 // statementClasses sort the broker's statements by the engine function
@@ -397,6 +415,7 @@ var statementClasses = []struct {
 
 // endCell reads the WAL written since s and pg_stat_statements by class.
 func (e *env) endCell(ctx context.Context, s pgSnapshot, c *Cell) error {
+	c.CPU = cpuBetween(s.cpu, e.readCPU())
 	if err := e.db.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint", s.lsn).Scan(&c.WALBytes); err != nil {
 		return fmt.Errorf("reading the WAL position: %w", err)
 	}

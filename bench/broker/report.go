@@ -273,6 +273,16 @@ func renderReport(res *Results) string {
 		}
 		w("\n")
 	}
+	cpuRows := 0
+	for _, c := range res.Cells {
+		if cpuPerMsg(c) != "" {
+			if cpuRows == 0 {
+				w("\n## CPU per message (the cell's CPU time by process group ÷ messages pushed; /proc: PostgreSQL = the bench cluster's postmaster and its backends, brokers = `pgquectl serve`, ticker = the ticker daemon, client = this harness; machine busy = all CPUs, steal included)\n\n| cell | messages | CPU |\n|---|---|---|\n")
+			}
+			cpuRows++
+			w("| %s | %d | %s |\n", c.Name, c.Pushed, cpuPerMsg(c))
+		}
+	}
 	failures := 0
 	for _, c := range res.Cells {
 		if c.Errors > 0 {

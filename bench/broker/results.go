@@ -106,6 +106,8 @@ type Cell struct {
 	// PGReseedMsPerPop is the part of PGPopMsPerPop spent in the hot-list's
 	// reseed scans (group_reseed).
 	PGReseedMsPerPop float64  `json:"pg_reseed_ms_per_pop,omitempty"`
+	// CPU is the CPU the cell used by process group (cpu.go).
+	CPU *CPUUse `json:"cpu,omitempty"`
 	Notes            []string `json:"notes,omitempty"`
 }
 
