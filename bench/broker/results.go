@@ -105,10 +105,10 @@ type Cell struct {
 	PGPopMsPerPop float64 `json:"pg_pop_ms_per_pop,omitempty"`
 	// PGReseedMsPerPop is the part of PGPopMsPerPop spent in the hot-list's
 	// reseed scans (group_reseed).
-	PGReseedMsPerPop float64  `json:"pg_reseed_ms_per_pop,omitempty"`
+	PGReseedMsPerPop float64 `json:"pg_reseed_ms_per_pop,omitempty"`
 	// CPU is the CPU the cell used by process group (cpu.go).
-	CPU *CPUUse `json:"cpu,omitempty"`
-	Notes            []string `json:"notes,omitempty"`
+	CPU   *CPUUse  `json:"cpu,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Target is one goal with its verdict.
