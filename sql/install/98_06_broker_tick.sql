@@ -20,8 +20,10 @@
 -- ticker, for tick_queue's pg_locks reading), then as tick_queue (advisory
 -- (1885827446, queue)), waited for (lock_timeout 500 ms) after a skipped
 -- attempt and then held to the end of the transaction.
--- Writes: tick (insert). Called by: the broker, right after its push
--- commits (internal/httpapi ticks.go).
+-- Writes: tick (insert). Called by: broker_tick(i_queue_name, i_txids)
+-- (the overload below, which the broker calls right after its pushes
+-- commit: it skips the tick when an existing tick already sees i_txids);
+-- tests.
 CREATE OR REPLACE FUNCTION pgque.broker_tick(i_queue_name text)
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
@@ -80,5 +82,60 @@ BEGIN
         PERFORM set_config('lock_timeout', v_lt, true);
     END LOOP;
     RETURN NULL;
+END;
+$$;
+
+-- pgque.broker_tick(i_queue_name, i_txids): tick one queue unless a tick
+-- already covers the given transactions - the broker's tick after pushes
+-- committed. A tick covers a committed transaction when its snapshot sees
+-- it: the transaction's events are then in the batches up to that tick
+-- (batches are snapshot differences), so a further tick would add nothing
+-- for it. Each push answers with its transaction id; the broker passes the
+-- ids of the committed pushes still waiting, and when the queue's latest
+-- tick (any ticker's: the scheduled ticker's, another broker's, or the
+-- tick that was in flight when the pushes committed) sees them all, this
+-- returns that tick without ticking: no lock, no write, no pg_locks read.
+-- Otherwise it ticks as broker_tick(queue) does.
+-- Params: i_queue_name; i_txids: committed transaction ids (bigint, as
+-- pg_current_xact_id()); NULL or empty ticks unconditionally.
+-- Returns: tick_id (NULL as broker_tick(queue): not ticked), its snapshot
+-- (the Go side checks later pushes against it), ticked (false: an existing
+-- tick covers i_txids).
+-- Must run in READ COMMITTED (raises otherwise). An unknown queue raises
+-- "no such queue" (undefined_object).
+-- Locks: none when covered; else as broker_tick(queue). Writes: none when
+-- covered; else tick (insert). Called by: the broker (internal/httpapi
+-- ticks.go) after its pushes commit.
+CREATE OR REPLACE FUNCTION pgque.broker_tick(i_queue_name text, i_txids bigint[],
+    OUT tick_id bigint, OUT tick_snapshot pg_snapshot, OUT ticked boolean)
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pgque, pg_temp
+AS $$
+DECLARE
+    v_qid int;
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'pgque: broker_tick() must run in READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = 'invalid_transaction_state',
+                  HINT = 'A tick records the current snapshot; call it in its own READ COMMITTED transaction.';
+    END IF;
+    SELECT q.queue_id INTO v_qid FROM pgque.queue q WHERE q.queue_name = i_queue_name;
+    IF v_qid IS NOT NULL AND coalesce(cardinality(i_txids), 0) > 0 AND array_position(i_txids, NULL) IS NULL THEN
+        SELECT t.tick_id, t.tick_snapshot INTO tick_id, tick_snapshot
+          FROM pgque.tick t WHERE t.tick_queue = v_qid ORDER BY t.tick_id DESC LIMIT 1;
+        IF tick_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM unnest(i_txids) x
+                            WHERE NOT pg_visible_in_snapshot(x::text::xid8, tick_snapshot)) THEN
+            ticked := false;
+            RETURN;
+        END IF;
+    END IF;
+    tick_id := pgque.broker_tick(i_queue_name); -- raises for an unknown queue
+    tick_snapshot := NULL;
+    ticked := tick_id IS NOT NULL;
+    IF ticked THEN
+        SELECT t.tick_snapshot INTO tick_snapshot
+          FROM pgque.tick t WHERE t.tick_queue = v_qid AND t.tick_id = broker_tick.tick_id;
+    END IF;
 END;
 $$;
