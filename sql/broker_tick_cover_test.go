@@ -92,6 +92,9 @@ func TestBrokerTickSkipsCoveredTransactions(t *testing.T) {
 		t.Fatalf("REPEATABLE READ: %s %s, want 25000", pe.Code, pe.Message)
 	}
 	e.exec(`ROLLBACK`)
+	if pe := e.sqlErr(`SELECT * FROM pgque.broker_tick('bc', ARRAY[1, -5]::bigint[])`); pe.Code != "22023" {
+		t.Fatalf("negative txid: %s %s, want 22023", pe.Code, pe.Message)
+	}
 	if got := ticks(); got != n+6 {
 		t.Fatalf("%d ticks made in all, want 6", got-n)
 	}

@@ -102,7 +102,8 @@ $$;
 -- (the Go side checks later pushes against it), ticked (false: an existing
 -- tick covers i_txids).
 -- Must run in READ COMMITTED (raises otherwise). An unknown queue raises
--- "no such queue" (undefined_object).
+-- "no such queue" (undefined_object), a negative txid
+-- invalid_parameter_value.
 -- Locks: none when covered; else as broker_tick(queue). Writes: none when
 -- covered; else tick (insert). Called by: the broker (internal/httpapi
 -- ticks.go) after its pushes commit.
@@ -118,6 +119,10 @@ BEGIN
         RAISE EXCEPTION 'pgque: broker_tick() must run in READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
             USING ERRCODE = 'invalid_transaction_state',
                   HINT = 'A tick records the current snapshot; call it in its own READ COMMITTED transaction.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(i_txids) x WHERE x < 0) THEN
+        RAISE EXCEPTION 'pgque: broker_tick: transaction ids are non-negative (pg_current_xact_id()), got %', i_txids
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT q.queue_id INTO v_qid FROM pgque.queue q WHERE q.queue_name = i_queue_name;
     IF v_qid IS NOT NULL AND coalesce(cardinality(i_txids), 0) > 0 AND array_position(i_txids, NULL) IS NULL THEN
