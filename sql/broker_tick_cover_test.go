@@ -2,6 +2,7 @@ package sql_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -97,5 +98,59 @@ func TestBrokerTickSkipsCoveredTransactions(t *testing.T) {
 	}
 	if got := ticks(); got != n+6 {
 		t.Fatalf("%d ticks made in all, want 6", got-n)
+	}
+}
+
+// A broker tick that finds the queue's tick lock held waits for the
+// holder; when the holder's tick (a scheduled ticker's, another broker's)
+// covers the pushes, it returns that tick instead of ticking again after
+// it. Before, it always ticked a second time.
+func TestBrokerTickAfterWaitTakesTheHoldersTick(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('bw')`)
+	qid := e.int64(`SELECT queue_id FROM pgque.queue WHERE queue_name = 'bw'`)
+	ticks := func() int64 { return e.int64(`SELECT count(*) FROM pgque.tick WHERE tick_queue = $1`, qid) }
+	tx1 := e.int64(`SELECT max(pg_current_xact_id()::text::bigint) FROM pgque.push(ARRAY['bw'], NULL, ARRAY['1'::jsonb], NULL)`)
+	n := ticks()
+	ctx := ctxT(t)
+	// The holder takes the tick lock and ticks (seeing tx1), uncommitted.
+	holder, err := pgtest.Conn(t, e.dsn).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback(ctx) }()
+	var held int64
+	if err := holder.QueryRow(ctx, `SELECT pg_advisory_xact_lock(1885827446, $1::int), pgque.broker_tick('bw')`, qid).Scan(new(any), &held); err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		tick   *int64
+		ticked *bool
+		err    error
+	}
+	done := make(chan out, 1)
+	caller := pgtest.Conn(t, e.dsn)
+	go func() {
+		var o out
+		o.err = caller.QueryRow(ctx, `SELECT tick_id, ticked FROM pgque.broker_tick('bw', $1::bigint[])`, []int64{tx1}).Scan(&o.tick, &o.ticked)
+		done <- o
+	}()
+	for deadline := time.Now().Add(20 * time.Second); e.int64(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 1885827446 AND objid = $1 AND NOT granted`, qid) != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("broker_tick did not wait for the holder of the tick lock")
+		}
+	}
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if o.err != nil || o.tick == nil || o.ticked == nil {
+		t.Fatalf("broker_tick after the holder committed: %+v", o)
+	}
+	if *o.tick != held || *o.ticked {
+		t.Errorf("broker_tick returned tick %d ticked %v; want the holder's tick %d, ticked false", *o.tick, *o.ticked, held)
+	}
+	if d := ticks() - n; d != 1 {
+		t.Errorf("%d ticks made, want 1 (the holder's)", d)
 	}
 }
