@@ -1098,6 +1098,7 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	call(t, rd, `SELECT pgque.group_lease_live('00000000-0000-4000-8000-000000000000')`)
 	call(t, ad, `SELECT pgque.group_set_subscription('g2', 'b', 'all', NULL)`)
 	call(t, ad, `SELECT pgque.broker_tick('bq')`)
+	call(t, ad, `SELECT count(*) FROM pgque.broker_tick('bq', ARRAY[1]::bigint[])`)
 	call(t, ad, `SELECT pgque.group_seek('bq', 'g1', true, NULL)`)
 	call(t, ad, `SELECT pgque.group_rotate()`)
 	call(t, ad, `SELECT pgque.group_rotation_xmin(1)`)

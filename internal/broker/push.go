@@ -34,6 +34,11 @@ type PushResult struct {
 	// PartitionID is the partition's dense id in its queue (what the
 	// hot-list marks).
 	PartitionID int32
+	// Txid is the id of the transaction that stored it
+	// (pg_current_xact_id()): once that committed, a tick whose snapshot
+	// sees it makes the message poppable (the broker skips ticks that would
+	// add nothing).
+	Txid int64
 }
 
 // Push stores items (queues and partitions may be mixed; both are created
@@ -63,7 +68,8 @@ func Push(ctx context.Context, q Querier, items []Item) ([]PushResult, error) {
 		}
 	}
 	rows, err := q.Query(ctx,
-		`SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id
+		`SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id,
+		        pg_current_xact_id()::text::bigint
 		   FROM pgque.push($1::text[], $2::text[], $3::jsonb[], $4::text[])`,
 		queues, parts, payloads, txns)
 	if err != nil {
@@ -73,7 +79,7 @@ func Push(ctx context.Context, q Querier, items []Item) ([]PushResult, error) {
 	out := make([]PushResult, 0, len(items))
 	for rows.Next() {
 		var r PushResult
-		if err := rows.Scan(&r.Index, &r.MessageID, &r.TransactionID, &r.Queue, &r.Status, &r.PartitionID); err != nil {
+		if err := rows.Scan(&r.Index, &r.MessageID, &r.TransactionID, &r.Queue, &r.Status, &r.PartitionID, &r.Txid); err != nil {
 			return nil, wrap("push", err)
 		}
 		out = append(out, r)

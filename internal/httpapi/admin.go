@@ -464,7 +464,8 @@ func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	msg, queue := rp.MessageID, rp.Queue
 	if queue != "" {
 		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue, Partitions: []int32{rp.PartitionID}})
-		s.requestTick(queue)
+		// The replay's transaction id is not known here: tick regardless.
+		s.requestTick(queue, 0)
 		s.awaitTicks(r.Context(), []string{queue}) // answered once visible, as a push
 		if s.hot != nil {
 			// The other brokers' warm rings learn of the partition before the

@@ -92,16 +92,18 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 // on peer brokers). It returns the queues it asked to tick.
 func (s *Server) afterPush(res []broker.PushResult, kind string) []string {
 	byQueue := map[string][]int32{}
+	txid := map[string]int64{} // one transaction stored them all
 	for _, p := range res {
 		s.metrics.pushes.WithLabelValues(p.Status).Inc()
 		if p.Status == broker.StatusQueued {
 			byQueue[p.Queue] = append(byQueue[p.Queue], p.PartitionID)
+			txid[p.Queue] = p.Txid
 		}
 	}
 	queues := make([]string, 0, len(byQueue))
 	for q, parts := range byQueue {
 		s.cands.Note(broker.Event{Kind: kind, Queue: q, Partitions: parts})
-		s.requestTick(q)
+		s.requestTick(q, txid[q])
 		queues = append(queues, q)
 	}
 	return queues
@@ -161,12 +163,13 @@ func (s *Server) awaitTicks(ctx context.Context, queues []string) {
 	}
 }
 
-// requestTick makes q's new events visible now (or, with auto-tick off,
-// only wakes the local waiters, which re-check).
-func (s *Server) requestTick(q string) {
+// requestTick makes q's new events, stored by the committed transaction
+// txid (0: unknown), visible now (or, with auto-tick off, only wakes the
+// local waiters, which re-check).
+func (s *Server) requestTick(q string, txid int64) {
 	if s.cfg.NoAutoTick {
 		s.wakeLocal(q)
 		return
 	}
-	s.ticker.Request(q)
+	s.ticker.Request(q, txid)
 }

@@ -84,6 +84,6 @@ GRANT EXECUTE ON FUNCTION
 TO pgque_reader, pgque_writer;
 GRANT EXECUTE ON FUNCTION pgque.group_lease_live(uuid) TO pgque_reader;
 GRANT EXECUTE ON FUNCTION pgque.group_set_subscription(text, text, text, timestamptz) TO pgque_admin;
-GRANT EXECUTE ON FUNCTION pgque.broker_tick(text) TO pgque_admin;
+GRANT EXECUTE ON FUNCTION pgque.broker_tick(text), pgque.broker_tick(text, bigint[]) TO pgque_admin;
 -- rotate_family is called only inside rotate_metadata and group_rotate
 -- (SECURITY DEFINER): granted to nobody.
