@@ -240,6 +240,14 @@ func TestStallCauseReadsTheEvidence(t *testing.T) {
 	if got := missNote(p, false); !strings.Contains(got, "the largest tick gap, 150 ms at 00:31:40.311: CPU starvation") {
 		t.Errorf("missNote: %q", got)
 	}
+	// The slowest event committed inside a smaller gap: that gap's cause.
+	small := Stall{Ms: 97, From: time.Date(2026, 12, 2, 0, 35, 0, 0, time.UTC), Ticker: split(90, 5, map[string]int{"": 5})}
+	small.To = small.From.Add(97 * time.Millisecond)
+	p.Stalls = append(p.Stalls, small)
+	p.WorstEvents = []Gap{{At: small.From.Add(10 * time.Millisecond), Ms: 99}}
+	if got := missNote(p, false); !strings.Contains(got, "the tick gap its slowest event waited in, 97 ms at 00:35:00.000: the ticker's own work: 90 ms on a CPU") {
+		t.Errorf("missNote with the slowest event in the smaller gap: %q", got)
+	}
 	if got := missNote(p, true); got != "" {
 		t.Errorf("missNote for a met target: %q, want empty", got)
 	}

@@ -245,12 +245,23 @@ func stallCause(s Stall) string {
 	return fmt.Sprintf("%sunattributed: on a CPU %.0f ms, run queue %.0f ms, %d samples", prefix, p.OnCPUMs, p.RunQueueMs, p.Samples)
 }
 
-// largestStallCause is the cause of a phase's largest tick gap, for a
-// missed latency maximum ("" when the phase has no stall).
-func largestStallCause(p PhaseResult) string {
+// missCause names the cause of a phase's worst latency: the stall (tick
+// gap) that was open when its slowest event committed - the event waited
+// for the tick that ended it - else the largest stall ("" when the phase
+// has none).
+func missCause(p PhaseResult) string {
 	if len(p.Stalls) == 0 {
 		return ""
 	}
-	s := p.Stalls[0] // largest first
-	return fmt.Sprintf("the largest tick gap, %.0f ms at %s: %s", s.Ms, s.From.UTC().Format("15:04:05.000"), stallCause(s))
+	s, how := p.Stalls[0], "the largest tick gap" // largest first
+	if len(p.WorstEvents) > 0 {
+		at := p.WorstEvents[0].At
+		for _, c := range p.Stalls {
+			if !at.Before(c.From) && !at.After(c.To) {
+				s, how = c, "the tick gap its slowest event waited in"
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %.0f ms at %s: %s", how, s.Ms, s.From.UTC().Format("15:04:05.000"), stallCause(s))
 }

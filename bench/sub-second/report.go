@@ -203,9 +203,10 @@ func lverdict(p PhaseResult, ok bool) string {
 }
 
 // missNote attributes a missed latency maximum to the cause measured for
-// the phase's largest tick gap (stall diagnostics); "" when met.
+// the tick gap its slowest event waited in (stall diagnostics; missCause);
+// "" when met.
 func missNote(p PhaseResult, ok bool) string {
-	c := largestStallCause(p)
+	c := missCause(p)
 	if ok || invalid(p) || c == "" {
 		return ""
 	}
