@@ -256,3 +256,20 @@ func grepMetrics(page []byte) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// holdTickLock takes queue qid's tick lock (advisory (1885827446, qid), the
+// lock every ticker of the queue takes) in a transaction of its own and
+// returns it; rolling it back (at cleanup at the latest) releases the lock.
+func (e *env) holdTickLock(t *testing.T, qid int64) pgx.Tx {
+	t.Helper()
+	ctx := ctxT(t)
+	holder, err := e.pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Rollback(context.Background()) })
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(1885827446, $1::int)`, qid); err != nil {
+		t.Fatal(err)
+	}
+	return holder
+}

@@ -59,14 +59,7 @@ func TestBrokerTickWaitsForConcurrentTicker(t *testing.T) {
 	qid := e.int(`SELECT queue_id FROM pgque.queue WHERE queue_name = 'q'`)
 	ticks := e.int(`SELECT count(*) FROM pgque.tick WHERE tick_queue = $1`, qid)
 	ctx := ctxT(t)
-	holder, err := e.pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = holder.Rollback(ctx) }()
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(1885827446, $1::int)`, qid); err != nil {
-		t.Fatal(err)
-	}
+	holder := e.holdTickLock(t, qid)
 	type out struct {
 		tick *int64
 		err  error

@@ -49,14 +49,7 @@ func TestBrokerTickInFlightCoversLaterPush(t *testing.T) {
 	before, beforeTicks := b.brokerTicks(), ticks()
 
 	ctx := ctxT(t)
-	holder, err := e.pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = holder.Rollback(ctx) }()
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(1885827446, $1::int)`, qid); err != nil {
-		t.Fatal(err)
-	}
+	holder := e.holdTickLock(t, qid)
 	answered := make(chan error, 2)
 	pushAsync := func(n int) {
 		body := fmt.Sprintf(`{"items":[{"queue":"cq","partition":"p","payload":{"n":%d}}]}`, n)
