@@ -82,3 +82,20 @@ func TestTargets(t *testing.T) {
 		t.Errorf("report does not show the unavailable cell:\n%s", report)
 	}
 }
+
+// TestReportBusyLineJudgesTheLoadBeforeTheRun: the load average at the end
+// counts the benchmark's own processes, so only a busy start (other work)
+// marks the run as done on a busy machine. Before, a quiet start with the
+// benchmark's own load of 8.9 at the end was reported as "busy, mostly not
+// this benchmark".
+func TestReportBusyLineJudgesTheLoadBeforeTheRun(t *testing.T) {
+	t.Parallel()
+	quiet := &Results{Machine: Machine{NProc: 2, LoadStart: [3]float64{0.4, 1.5, 1.9}, LoadEnd: [3]float64{8.9, 7.5, 4.9}}}
+	if got := renderReport(quiet); strings.Contains(got, "machine was busy") {
+		t.Error("a run that started on a quiet machine is reported busy (its own load at the end)")
+	}
+	busy := &Results{Machine: Machine{NProc: 2, LoadStart: [3]float64{3.2, 2.5, 2.0}, LoadEnd: [3]float64{4, 4, 4}}}
+	if got := renderReport(busy); !strings.Contains(got, "**The machine was busy before the run** (load average 3.2 on 2 CPUs, from other work)") {
+		t.Error("a run that started on a busy machine is not reported busy")
+	}
+}
