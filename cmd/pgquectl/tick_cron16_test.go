@@ -137,12 +137,31 @@ func cron16Handovers(t *testing.T, slot int) {
 	// ticks nobody needs before they are measured).
 	pgtest.Exec(t, dsn, `SELECT pgque.subscribe('q', 'c')`)
 
+	// An installation ticked by an older pgquectl has maintenance jobs on
+	// second schedules (maint, retry, rotate_step2, rotate_meta: a new
+	// backend every ~1.6 s beside the loop); tick removes them - the loop
+	// maintains (ticker_maint_ms).
+	for _, n := range names {
+		if strings.HasPrefix(n, "pgque_ticker") || strings.HasPrefix(n, "pgque_cron_purge") {
+			continue
+		}
+		if _, err := srv.Exec(ctx, `SELECT cron.schedule_in_database($1, '10 seconds', 'SELECT 1', $2)`, n, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := countJobs(t, ctx, srv, names); n != 4 {
+		t.Fatalf("%d old maintenance jobs planted, want 4", n)
+	}
 	out, stderr, code := runMain(t, "tick", "--dsn", dsn, "--hz", "100")
 	if code != 0 {
 		t.Fatalf("tick --hz 100: exit %d: %s", code, stderr)
 	}
-	if n := countJobs(t, ctx, srv, names); n != 7 || !strings.Contains(out, "pgque_ticker_2@") {
-		t.Fatalf("tick --hz 100 on pg_cron 1.6 registered %d jobs, want 7 (two ticker jobs):\n%s", n, out)
+	if n := countJobs(t, ctx, srv, names); n != 3 || !strings.Contains(out, "pgque_ticker_2@") {
+		t.Fatalf("tick --hz 100 on pg_cron 1.6 left %d jobs, want 3 (two ticker jobs, the purge; no maintenance jobs):\n%s", n, out)
+	}
+	var maintMS int
+	if err := engine.QueryRow(ctx, `SELECT pgque.get_setting('ticker_maint_ms')::int`).Scan(&maintMS); err != nil || maintMS != 10000 {
+		t.Fatalf("pg_cron 1.6: ticker_maint_ms = %d (%v), want 10000 (the loop maintains)", maintMS, err)
 	}
 	// Hand over every slot seconds, and restart the runs so they read it
 	// (the stop flag ends them within a round).

@@ -41,7 +41,7 @@ INSERT INTO pgque.settings (name, value, description) VALUES
     ('cron_run_retention', '1 day', 'age after which pgque''s rows in cron.job_run_details are purged'),
     ('ticker_loop_enabled', 'true', 'false makes a running ticker_loop() end within one round (set by pgque.stop(), cleared by pgque.start() and pgquectl tick)'),
     ('ticker_debug_round_ms', '0', 'ticker_loop() LOGs every round slower than this many ms with its phase timings; 0: off'),
-    ('ticker_maint_ms', '0', 'ticker_loop() runs pgque.maint() this often (ms) between its rounds while it holds the loop lock; 0: never (pg_cron jobs do it). pgque.set_cron_version sets 10000 on pg_cron < 1.5, whose per-minute maintenance jobs would all start at the minute boundary, and 0 on >= 1.5')
+    ('ticker_maint_ms', '0', 'ticker_loop() runs pgque.maint() this often (ms) between its rounds while it holds the loop lock; 0: never. pgque.set_cron_version sets 10000 on every pg_cron version: no maintenance job starts a backend beside the loop')
 ON CONFLICT (name) DO NOTHING;
 
 -- Queues.

@@ -2,16 +2,22 @@
 -- pg_cron version ('1.4.2', '1.6.4', ...). Two jobs run ticker_loop(): one
 -- ticks while the other's run waits on the loop lock to take over the
 -- moment the first ends, warmed up (see ticker_loop). On >= 1.5 both on
--- '1 seconds' (pg_cron restarts a job within a second of its run ending),
--- with the maintenance jobs on second schedules beside them. Older
--- versions have minute schedules only: the two ticker jobs alternate
+-- '1 seconds' (pg_cron restarts a job within a second of its run ending).
+-- Older versions have minute schedules only: the two ticker jobs alternate
 -- minutes ('*/2' and '1-59/2'), so that each minute one run starts, stands
 -- by and takes over 1.5 s past the minute from the run of the minute
--- before; and no maintenance jobs - they would all start a backend at the
--- same minute boundary, beside the handover - because ticker_loop() runs
--- pgque.maint() between its rounds (ticker_maint_ms, set_cron_version).
+-- before. On every version there are no maintenance jobs: ticker_loop()
+-- runs pgque.maint() between its rounds (ticker_maint_ms, set_cron_version)
+-- and already rotates the metadata every 100 ms, runs step 2 every second
+-- and moves due retries every round. Maintenance jobs would each start a
+-- backend (on >= 1.5 one every ~1.6 s: '5 seconds' and '10 seconds'
+-- schedules) whose start-up competes with the loop for the CPU, and whose
+-- rotate_metadata() competes with the loop's own: the pg_cron 1.6 headline
+-- bench's tick gaps over 50 ms sat on such starts. The only other job is the
+-- hourly purge of pgque's cron.job_run_details rows.
 -- Job names are those of cron_job_names() (the one list of names that are
--- ours).
+-- ours; it keeps the names of the maintenance jobs older versions
+-- registered, so that pgquectl tick and stop() remove them).
 -- run_in_cron_db: the job's command belongs to the cron database (the purge
 -- of pgque's cron.job_run_details rows, by exact job name), not to the
 -- engine's.
@@ -36,15 +42,9 @@ BEGIN
          'CALL pgque.ticker_loop()', false),
         ('pgque_ticker_2' || v_suffix, CASE WHEN v_seconds THEN '1 seconds' ELSE '1-59/2 * * * *' END,
          'CALL pgque.ticker_loop()', false),
-        ('pgque_maint' || v_suffix, '10 seconds', 'SELECT pgque.maint()', false),
-        ('pgque_retry' || v_suffix, '5 seconds', 'CALL pgque.drain_retry_events()', false),
-        ('pgque_rotate_step2' || v_suffix, '10 seconds', 'SELECT pgque.maint_rotate_tables_step2()', false),
-        ('pgque_rotate_meta' || v_suffix, '5 seconds', 'SELECT pgque.rotate_metadata()', false),
         ('pgque_cron_purge' || v_suffix, '17 * * * *',
          format('DELETE FROM cron.job_run_details d USING cron.job j WHERE d.jobid = j.jobid AND j.jobname::text = ANY (%L::text[]) AND d.end_time < now() - %L::interval',
                 pgque.cron_job_names(), coalesce(pgque.get_setting('cron_run_retention'), '1 day')),
-         true)) AS j (jobname, schedule, command, run_in_cron_db)
-     WHERE v_seconds
-        OR j.jobname IN ('pgque_ticker' || v_suffix, 'pgque_ticker_2' || v_suffix, 'pgque_cron_purge' || v_suffix);
+         true)) AS j (jobname, schedule, command, run_in_cron_db);
 END;
 $$;

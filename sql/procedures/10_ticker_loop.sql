@@ -6,7 +6,7 @@
 -- the tick/subscription tables, every second it confirms event-table switches
 -- (step 2); each in its own transaction (first 100 ms / 1 s into a run,
 -- so the first round after a handover only ticks). With ticker_maint_ms >
--- 0 (pg_cron 1.4, set_cron_version: no maintenance jobs there) it also
+-- 0 (set_cron_version sets 10 s: there are no maintenance jobs) it also
 -- runs pgque.maint() that often, the first time 5 s into its hold (away
 -- from the handover and the minute boundary), in its own transaction with
 -- a 100 ms lock_timeout (maint() skips what is busy; a failure is a
