@@ -24,7 +24,7 @@ type checkout struct {
 	items []outItem
 	// covered: the queue's covered time at the check-out: the pop reads a
 	// tick that shows every mark made before it.
-	covered int64
+	covered uint64
 
 	mu   sync.Mutex
 	done bool
@@ -199,7 +199,7 @@ func (h *HotList) checkIn(c *checkout, it outItem, v *Verdict, now int64, qo Que
 	changed := sl.epoch != it.epoch
 	// seen: the pop read a tick that shows the slot's last mark, so its
 	// empty / drained verdict is final (no grace for a tick to come).
-	seen := c.covered != 0 && sl.lastMark < c.covered && qo.Delay == 0 && qo.Window == 0
+	seen := c.covered != 0 && sl.markSeq <= c.covered && qo.Delay == 0 && qo.Window == 0
 	kind := "none"
 	if v != nil {
 		kind = v.Kind

@@ -19,10 +19,14 @@ type HotList struct {
 	qopts map[string]QueueOptions
 
 	outSeq atomic.Uint32
-	wake   wakeHub
-	hints  hintSet
-	st     counters
-	svc    service
+	// markSeq numbers the marks (not reseed rows): a slot keeps its last
+	// one (slot.markSeq), TickCovers compares them - a sequence, not the
+	// clock, which may step back.
+	markSeq atomic.Uint64
+	wake    wakeHub
+	hints   hintSet
+	st      counters
+	svc     service
 }
 
 // queue is the state of one key: interning and the rings of its groups.
@@ -45,9 +49,9 @@ type queue struct {
 	wheelHint  atomic.Int64 // earliest wheel time of any ring (unix ns, 0 = none; may be early)
 	wheelParks atomic.Uint64
 
-	// covered (unix ns, 0 = never): every mark made before it is visible
-	// in the queue's latest tick (TickCovers).
-	covered atomic.Int64
+	// covered (0 = never): every mark numbered up to it (HotList.markSeq)
+	// is visible in the queue's latest tick (TickCovers).
+	covered atomic.Uint64
 }
 
 type partInfo struct {
@@ -260,6 +264,7 @@ func (h *HotList) markSlot(r *ring, idx uint32, now int64, qo QueueOptions, leas
 		// over 2 s), per reseed: a cost that grew with the partitions.
 		sl.empties = 0
 		sl.lastMark = now
+		sl.markSeq = h.markSeq.Add(1)
 	}
 	switch sl.state {
 	case stInflight, stReady:
@@ -371,7 +376,7 @@ func (h *HotList) Acked(key, group string, ref PartRef, out AckOutcome) {
 // session made (the scheduled ticker, a peer broker) do not count: this
 // broker does not know when they were taken.
 func (h *HotList) TickCovers(key string) func() {
-	at := h.now()
+	at := h.markSeq.Load()
 	return func() {
 		q := h.lookup(key)
 		if q == nil {
