@@ -10,21 +10,47 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // client speaks the Queen v1 routes the benchmark uses.
 type client struct {
 	http *http.Client
+
+	mu    sync.Mutex
+	pools map[string]*connPool // pushes: per broker base URL
 }
 
 func newClient() *client {
 	tr := &http.Transport{MaxIdleConns: 2 * producerSlots, MaxIdleConnsPerHost: producerSlots, IdleConnTimeout: time.Minute,
 		DisableCompression: true}
-	return &client{http: &http.Client{Transport: tr}}
+	return &client{http: &http.Client{Transport: tr}, pools: map[string]*connPool{}}
 }
 
-func (c *client) close() { c.http.CloseIdleConnections() }
+func (c *client) close() {
+	c.http.CloseIdleConnections()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pools {
+		p.closeIdle()
+	}
+}
+
+// pool returns the push connections of the broker at base.
+func (c *client) pool(base string) (*connPool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.pools[base]; p != nil {
+		return p, nil
+	}
+	p, err := newConnPool(base, producerSlots)
+	if err != nil {
+		return nil, err
+	}
+	c.pools[base] = p
+	return p, nil
+}
 
 // pushItem is one item of POST /api/v1/push.
 type pushItem struct {
@@ -37,19 +63,34 @@ type pushResult struct {
 	Status string `json:"status"`
 }
 
-// push posts items and returns how many were queued.
+type pushRequest struct {
+	Items []pushItem `json:"items"`
+}
+
+// push posts items (one request, on a kept-alive connection of the
+// broker's pool: see connPool) and returns how many were queued.
 func (c *client) push(ctx context.Context, base string, items []pushItem) (int, error) {
-	body, err := json.Marshal(map[string]any{"items": items})
+	body, err := json.Marshal(pushRequest{Items: items})
 	if err != nil {
 		return 0, err
 	}
-	var res []pushResult
-	code, err := c.do(ctx, http.MethodPost, base+"/api/v1/push", body, &res)
+	p, err := c.pool(base)
 	if err != nil {
 		return 0, err
+	}
+	code, timing, raw, err := p.post(ctx, "/api/v1/push", body)
+	if err != nil {
+		return 0, fmt.Errorf("push: %w", err)
+	}
+	if t, ok := ctx.Value(timingKey{}).(srvTiming); ok {
+		parseServerTiming(timing, t)
 	}
 	if code != http.StatusCreated {
-		return 0, fmt.Errorf("push: HTTP %d", code)
+		return 0, fmt.Errorf("push: HTTP %d: %s", code, bytes.TrimSpace(raw))
+	}
+	var res []pushResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return 0, fmt.Errorf("push: decoding the answer: %w", err)
 	}
 	n := 0
 	for _, r := range res {

@@ -22,6 +22,9 @@ type checkout struct {
 	auto  bool
 	token uint32
 	items []outItem
+	// covered: the queue's covered time at the check-out: the pop reads a
+	// tick that shows every mark made before it.
+	covered uint64
 
 	mu   sync.Mutex
 	done bool
@@ -43,7 +46,7 @@ func (h *HotList) Checkout(ctx context.Context, req Request) (Checkout, error) {
 			return nil, fmt.Errorf("hot-list: seeding %s group %q: %w", printableKey(req.Key), req.Group, err)
 		}
 	}
-	co := &checkout{h: h, q: q, r: r, auto: req.AutoAck, token: h.outSeq.Add(1)}
+	co := &checkout{h: h, q: q, r: r, auto: req.AutoAck, token: h.outSeq.Add(1), covered: q.covered.Load()}
 	k, early := h.o.width(req.Partitions)
 	batch := max(req.Batch, 1)
 	now := h.now()
@@ -194,6 +197,9 @@ func (h *HotList) checkIn(c *checkout, it outItem, v *Verdict, now int64, qo Que
 		return false // reclaimed by a reseed meanwhile
 	}
 	changed := sl.epoch != it.epoch
+	// seen: the pop read a tick that shows the slot's last mark, so its
+	// empty / drained verdict is final (no grace for a tick to come).
+	seen := c.covered != 0 && sl.markSeq <= c.covered && qo.Delay == 0 && qo.Window == 0
 	kind := "none"
 	if v != nil {
 		kind = v.Kind
@@ -218,10 +224,11 @@ func (h *HotList) checkIn(c *checkout, it outItem, v *Verdict, now int64, qo Que
 			at := min(v.Until.UnixNano(), now+int64(h.o.ParkMax))
 			s.park(it.pos, sl, at, parkTook)
 			sl.drained = v.Drained && !changed
+			sl.seen = seen
 			return false
 		}
 		switch {
-		case v.Drained && !changed && h.mayClear(sl, now, qo):
+		case v.Drained && !changed && (seen || h.mayClear(sl, now, qo)):
 			s.setState(it.pos, sl, stIdle)
 		case qo.Window > 0:
 			s.park(it.pos, sl, now+int64(qo.Window), parkWindow) // re-arm the window
@@ -244,7 +251,7 @@ func (h *HotList) checkIn(c *checkout, it outItem, v *Verdict, now int64, qo Que
 		case changed:
 			s.setState(it.pos, sl, stReady)
 			return true
-		case !h.mayClear(sl, now, qo):
+		case !seen && !h.mayClear(sl, now, qo):
 			s.park(it.pos, sl, now+h.backoff(sl), parkRevisit)
 		default:
 			s.setState(it.pos, sl, stIdle)

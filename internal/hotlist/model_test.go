@@ -118,6 +118,13 @@ func (s *sim) stepDepth(t testing.TB, rng *rand.Rand, held *[]heldLease, depth i
 		out := s.db.ack(l, retry)
 		h.Acked(l.key, l.group, PartRef{ID: NoID, UUID: l.uuid}, out)
 		return fmt.Sprintf("ack %s[%s] id %d retry=%v -> %+v", l.key, l.group, l.id, retry, out)
+	case op < 80:
+		// A tick by this broker (TickCovers): the model's pushes are
+		// visible at once, so a tick taken now shows every mark so far,
+		// and empty / drained verdicts of pops checked out after it clear
+		// their entries without the grace.
+		h.TickCovers(key)()
+		return fmt.Sprintf("broker tick %s", key)
 	case op < 82:
 		d := time.Duration(rng.IntN(1500)) * time.Millisecond
 		s.clock.Advance(d)

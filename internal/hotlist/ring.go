@@ -36,11 +36,16 @@ type slot struct {
 	state      uint8
 	park       uint8
 	drained    bool
-	empties    uint8 // consecutive revisited empties (backoff exponent)
-	revisit    int64 // unix ns (WHEEL)
-	firstMark  int64 // unix ns of the first mark since cleared (window)
-	lastMark   int64 // unix ns
-	outAt      int64 // unix ns of the checkout (INFLIGHT)
+	// seen: the claim parked in the wheel (parkTook) was checked out
+	// after a tick that covers the slot's last mark (see TickCovers):
+	// its drained verdict is final, no grace.
+	seen      bool
+	empties   uint8  // consecutive revisited empties (backoff exponent)
+	revisit   int64  // unix ns (WHEEL)
+	firstMark int64  // unix ns of the first mark since cleared (window)
+	lastMark  int64  // unix ns
+	markSeq   uint64 // HotList.markSeq of the last mark (0: none)
+	outAt     int64  // unix ns of the checkout (INFLIGHT)
 }
 
 type wheelEntry struct {

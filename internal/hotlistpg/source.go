@@ -88,6 +88,13 @@ func New(cfg Config) *Source {
 	return s
 }
 
+// TickCovers is hotlist.HotList.TickCovers for stored queue name stored:
+// call it right before this broker asks for a tick of the queue, and the
+// function it returns once that call made a new tick.
+func (s *Source) TickCovers(stored string) func() {
+	return s.h.TickCovers(s.names.Key(stored))
+}
+
 // Peers is the peer transport (nil without peers).
 func (s *Source) Peers() *Transport { return s.peers }
 

@@ -143,6 +143,9 @@ func New(cfg Config) (*Server, error) {
 		s.cands = broker.SQLScan{}
 	}
 	s.ticker = newQueueTicker(cfg.Pool, s.log, s.origin, s.wakeLocal)
+	if s.hot != nil {
+		s.ticker.covers = s.hot.TickCovers
+	}
 	s.pusher = broker.NewCombiner(cfg.Pool, cfg.PushConcurrency, 0, dbTimeout)
 	s.metrics = newMetrics(s)
 	s.handler = s.routes()

@@ -48,6 +48,10 @@ type queueTicker struct {
 	log      *slog.Logger
 	origin   string
 	onTicked func(queue string)
+	// covers, when set, is called right before each tick call of a queue;
+	// the function it returns is called when that call made a new tick
+	// (the hot-list's TickCovers).
+	covers func(queue string) func()
 
 	mu      sync.Mutex
 	state   map[string]*tickState // by stored queue name
@@ -158,6 +162,10 @@ func (t *queueTicker) tick(queue string, txids []int64, force bool) *snapshot {
 		arg = txids
 	}
 	for attempt := 0; attempt < 5; attempt++ {
+		var covered func()
+		if t.covers != nil {
+			covered = t.covers(queue)
+		}
 		ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
 		var tickID *int64
 		var snapText *string
@@ -181,6 +189,9 @@ func (t *queueTicker) tick(queue string, txids []int64, force bool) *snapshot {
 		if tickID != nil {
 			if ticked != nil && *ticked {
 				t.ticked.Add(1)
+				if covered != nil {
+					covered()
+				}
 			} else {
 				t.covered.Add(1)
 			}
