@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgquectl/pgquectl/internal/broker"
+	"github.com/pgquectl/pgquectl/internal/hotlist"
+	"github.com/pgquectl/pgquectl/internal/hotlistpg"
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
@@ -14,6 +18,15 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// quietSource: a connection to a fresh database and a source on it whose
+// background work (reseeds, sweeps, log lines) does not run during a test.
+func quietSource(t *testing.T) (*pgx.Conn, *hotlistpg.Source) {
+	t.Helper()
+	c := pgtest.Conn(t, pgtest.NewDB(t))
+	return c, hotlistpg.New(hotlistpg.Config{DB: c, Options: hotlist.Options{LogInterval: -1,
+		ReseedInterval: time.Hour, ReseedPhase: time.Hour, SweepInterval: time.Hour}})
 }
 
 // The reseed floor lists a partition that got work after the group
