@@ -51,7 +51,6 @@ func TestSourcePassesQueueOptionsToMarks(t *testing.T) {
 	want("no deferral", 1, 2)
 }
 
-
 // An ack of a drained claim clears the partition's entry at once when the
 // pop was checked out after a tick that this broker made after the
 // partition's last mark (TickCovers): that pop saw every marked message.
