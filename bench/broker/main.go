@@ -58,6 +58,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	parts := fs.String("partitions", "", "partition counts of the wildcard cells, comma-separated (default: the profile's: quick 100,1000; full 100,1000,10000)")
 	latDur := fs.Duration("latency-duration", 0, "length of the latency cells' producer run instead of the profile's (quick 3s, full 1m)")
 	latRate := fs.Int("latency-rate", 0, "the latency cells' producer rate in messages/s instead of the profile's 1000 (the targets are judged at 1000 only: a lower rate shows the unloaded floor)")
+	latCons := fs.Int("latency-consumers", 0, "long-polling consumers of the latency cells instead of the profile's 2 (each pops, then acks what it got)")
 	track := fs.String("statements-track", "top", "pg_stat_statements.track of the cluster: top (the report's statement groups) or all (nested statements too, with planning time: for finding where a function's time goes; the report's groups then hold only top-level rows)")
 	cells := fs.String("cells", "", "run only these cells (comma-separated names or name prefixes, e.g. latency-off,push-batch100); the others are listed as skipped")
 	var serveFlags, settings multiFlag
@@ -112,6 +113,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if *latRate > 0 {
 		params.LatencyRate = *latRate
+	}
+	if *latCons < 0 || *latCons > 1000 {
+		fmt.Fprintf(stderr, "broker bench: --latency-consumers %d: give 1..1000 consumers\n", *latCons)
+		return 2
+	}
+	if *latCons > 0 {
+		params.LatencyConsumers = *latCons
 	}
 	extra := map[string]string{}
 	for _, kv := range settings {

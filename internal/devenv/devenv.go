@@ -100,7 +100,7 @@ func stepTicking(ctx context.Context, e *Env) error {
 		return nil
 	}
 	if !e.Cluster.CronPreloaded {
-		fmt.Fprintln(e.Out, "not ticking: pg_cron is missing; run `pgquectl tick --run --hz 100` next to it")
+		fmt.Fprintln(e.Out, "no pg_cron, no scheduled ticking: the dev broker (unless --no-broker) ticks the queues it pushes to and stands in as ticker while it runs (classic PgQ thresholds); for 100 Hz run `pgquectl tick --run --hz 100` next to it, or install pg_cron (bash scripts/setup.sh)")
 		return nil
 	}
 	marks, err := readMarks(e.Cluster.StateDir)
