@@ -15,6 +15,8 @@ type counters struct {
 	hintsSent, hintsDropped, hintsCoalesced      atomic.Uint64
 	hintsReceived                                atomic.Uint64
 	swept                                        atomic.Uint64
+	// Rounds of the on-demand loops (not in Stats: the tests count them).
+	wakeRounds, hintRounds atomic.Uint64
 }
 
 // Stats is a snapshot of the hot-list: gauges (Queues … Inflight, Hints)

@@ -12,6 +12,21 @@ type wakeHub struct {
 	mu      sync.Mutex
 	gates   map[string]map[*gate]struct{}
 	pending map[string]struct{}
+	// kick (buffer 1) wakes the sleeping wake loop: sent after a key
+	// became pending, a wheel entry was pushed, or a gate subscribed on a
+	// queue with wheel entries (the states a round can wake on).
+	kick chan struct{}
+}
+
+// kickLoop wakes the wake loop if it sleeps; call it after the state
+// change it announces.
+func (w *wakeHub) kickLoop() { kickChan(w.kick) }
+
+func kickChan(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // Subscribe returns a channel that receives (coalesced, never blocking the
@@ -29,6 +44,13 @@ func (h *HotList) Subscribe(key string) (wake <-chan struct{}, cancel func()) {
 	}
 	m[g] = struct{}{}
 	w.mu.Unlock()
+	// A wheel entry pushed while nobody waited on key kicked a round that
+	// skipped the key; now that a gate waits, the sleeping loop must look.
+	// After the gate is in: a round that missed the gate read the hint
+	// before this check, a push after it kicks by itself.
+	if q := h.lookup(key); q != nil && q.wheelHint.Load() != 0 {
+		w.kickLoop()
+	}
 	var once sync.Once
 	return g.ch, func() {
 		once.Do(func() {
@@ -66,16 +88,28 @@ func (w *wakeHub) later(key string) {
 	defer w.mu.Unlock()
 	if len(w.gates[key]) > 0 {
 		w.pending[key] = struct{}{}
+		w.kickLoop() // under w.mu: the round that clears pending takes it too
 	}
 }
 
 // WakeTick wakes every key marked since the previous tick once, and every
 // waited-on key whose wheel has a due entry. The background loop calls it
-// every WakeTick (≈5 ms). It returns how many keys it woke.
+// every WakeTick (≈5 ms) while there is something it could wake. It
+// returns how many keys it woke.
 func (h *HotList) WakeTick() int {
+	n, _ := h.wakeRound()
+	return n
+}
+
+// wakeRound is WakeTick; busy reports whether the next round may have
+// something to wake: keys were pending, or a waited-on queue has wheel
+// entries (its hint is set, due or not). When it is false the loop sleeps
+// until a kick.
+func (h *HotList) wakeRound() (n int, busy bool) {
 	w := &h.wake
 	w.mu.Lock()
-	n := len(w.pending)
+	n = len(w.pending)
+	busy = n > 0
 	for key := range w.pending {
 		w.notify(key)
 	}
@@ -87,12 +121,21 @@ func (h *HotList) WakeTick() int {
 	w.mu.Unlock()
 	now := h.now()
 	for _, key := range keys {
-		if q := h.lookup(key); q != nil && q.due(now) {
+		q := h.lookup(key)
+		if q == nil {
+			continue
+		}
+		if q.due(now) {
 			w.now(key)
 			n++
 		}
+		// Read after due's refresh: a hint that only stale entries held is
+		// cleared there, so a queue whose parks all ended stops the loop.
+		if q.wheelHint.Load() != 0 {
+			busy = true
+		}
 	}
-	return n
+	return n, busy
 }
 
 // due reports whether some ring of q has a due wheel entry. The hint
