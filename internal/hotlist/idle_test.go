@@ -223,3 +223,58 @@ func TestHintLoopSendsAfterIdle(t *testing.T) {
 	settle(t, "hint", &h.st.hintRounds, flush)
 	stillIdle(t, "hint", &h.st.hintRounds, 200*flush)
 }
+
+// (e) A waited-on queue whose only wheel entry falls due later: the loop
+// sleeps until the tick where it is due (a handful of rounds, not one per
+// tick), and still wakes the gate then.
+func TestWakeLoopNapsUntilParkedEntry(t *testing.T) {
+	const tick = time.Millisecond
+	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
+	key := Key("t", "q")
+	park := leaseLater(t, h, key)
+	wake, unsub := h.Subscribe(key)
+	defer unsub()
+	settle(t, "wake", &h.st.wakeRounds, tick)
+	before := h.st.wakeRounds.Load()
+	until := time.Now().Add(400 * time.Millisecond)
+	park(until)
+	got := waitWake(t, wake, "lease end")
+	if got.Before(until) {
+		t.Fatalf("woken %v before the lease ended", until.Sub(got))
+	}
+	if d := got.Sub(until); d > time.Second {
+		t.Fatalf("woken %v after the lease ended", d)
+	}
+	// The push's round, the one where it is due; a few more on a slow
+	// machine. A round per tick would be ~400.
+	n := h.st.wakeRounds.Load() - before
+	t.Logf("%d rounds over the park", n)
+	if n > 20 {
+		t.Fatalf("%d rounds over a %v park (tick %v)", n, 400*time.Millisecond, tick)
+	}
+}
+
+// (f) An entry parked earlier than the one the loop naps for cuts the nap
+// short (its push kicks).
+func TestWakeLoopNapCutShort(t *testing.T) {
+	const tick = time.Millisecond
+	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
+	late, early := Key("t", "late"), Key("t", "early")
+	parkLate, parkEarly := leaseLater(t, h, late), leaseLater(t, h, early)
+	_, unsubLate := h.Subscribe(late)
+	defer unsubLate()
+	wake, unsub := h.Subscribe(early)
+	defer unsub()
+	settle(t, "wake", &h.st.wakeRounds, tick)
+	parkLate(time.Now().Add(3 * time.Second)) // the loop naps maxNap (1 s)
+	time.Sleep(50 * time.Millisecond)
+	until := time.Now().Add(100 * time.Millisecond)
+	parkEarly(until)
+	got := waitWake(t, wake, "the earlier lease end")
+	if got.Before(until) {
+		t.Fatalf("woken %v before the lease ended", until.Sub(got))
+	}
+	if d := got.Sub(until); d > 600*time.Millisecond {
+		t.Fatalf("woken %v after the lease ended: the nap was not cut short", d)
+	}
+}

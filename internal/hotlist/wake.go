@@ -2,6 +2,7 @@ package hotlist
 
 import (
 	"sync"
+	"time"
 )
 
 type gate struct{ ch chan struct{} }
@@ -101,15 +102,23 @@ func (h *HotList) WakeTick() int {
 	return n
 }
 
-// wakeRound is WakeTick; busy reports whether the next round may have
-// something to wake: keys were pending, or a waited-on queue has wheel
-// entries (its hint is set, due or not). When it is false the loop sleeps
-// until a kick.
-func (h *HotList) wakeRound() (n int, busy bool) {
+// maxNap bounds the loop's sleep until the earliest waited-on wheel
+// entry: the wheel runs on the wall clock, the sleep on the monotonic
+// one, so a clock stepped forward finds a due entry at most this late.
+const maxNap = time.Second
+
+// wakeRound is WakeTick; wait tells the loop when the next round is
+// needed (see demandLoop): at the next tick while keys were pending or a
+// waited-on queue has a wheel entry due within a tick (or due and not
+// taken yet: its gates are woken again each tick, as always); at the tick
+// where the earliest waited-on entry falls due when that is further away
+// (real clock only: a test's fake clock does not move with the timer);
+// after a kick when no waited-on queue has wheel entries.
+func (h *HotList) wakeRound() (n int, wait time.Duration) {
 	w := &h.wake
 	w.mu.Lock()
 	n = len(w.pending)
-	busy = n > 0
+	pending := n > 0
 	for key := range w.pending {
 		w.notify(key)
 	}
@@ -120,6 +129,7 @@ func (h *HotList) wakeRound() (n int, busy bool) {
 	}
 	w.mu.Unlock()
 	now := h.now()
+	earliest := int64(0)
 	for _, key := range keys {
 		q := h.lookup(key)
 		if q == nil {
@@ -131,11 +141,23 @@ func (h *HotList) wakeRound() (n int, busy bool) {
 		}
 		// Read after due's refresh: a hint that only stale entries held is
 		// cleared there, so a queue whose parks all ended stops the loop.
-		if q.wheelHint.Load() != 0 {
-			busy = true
+		if at := q.wheelHint.Load(); at != 0 && (earliest == 0 || at < earliest) {
+			earliest = at
 		}
 	}
-	return n, busy
+	switch {
+	case pending:
+		return n, 0
+	case earliest == 0:
+		return n, -1
+	}
+	if _, real := h.o.Clock.(realClock); !real {
+		return n, 0
+	}
+	if d := time.Duration(earliest - now); d > h.o.WakeTick {
+		return n, min(d, maxNap)
+	}
+	return n, 0
 }
 
 // due reports whether some ring of q has a due wheel entry. The hint
