@@ -47,8 +47,8 @@ func (h *HotList) Subscribe(key string) (wake <-chan struct{}, cancel func()) {
 	w.mu.Unlock()
 	// A wheel entry pushed while nobody waited on key kicked a round that
 	// skipped the key; now that a gate waits, the sleeping loop must look.
-	// After the gate is in: a round that missed the gate read the hint
-	// before this check, a push after it kicks by itself.
+	// Checked after the gate is in: a push before the check is seen here,
+	// one after it kicks a round that sees the gate.
 	if q := h.lookup(key); q != nil && q.wheelHint.Load() != 0 {
 		w.kickLoop()
 	}
@@ -89,7 +89,7 @@ func (w *wakeHub) later(key string) {
 	defer w.mu.Unlock()
 	if len(w.gates[key]) > 0 {
 		w.pending[key] = struct{}{}
-		w.kickLoop() // under w.mu: the round that clears pending takes it too
+		w.kickLoop() // after the key is pending (the send never blocks)
 	}
 }
 
