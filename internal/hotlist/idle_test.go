@@ -2,13 +2,13 @@ package hotlist
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // The background loops run on demand: these tests use the real clock and
-// Start, and count the loops' rounds (HotList.st.wakeRounds, hintRounds).
+// Start, and look at the loops' rounds and sleep (HotList.st.wakeLoop,
+// hintLoop).
 
 func startIdle(t *testing.T, o Options) *HotList {
 	t.Helper()
@@ -29,31 +29,33 @@ func startIdle(t *testing.T, o Options) *HotList {
 	return h
 }
 
-// settle waits until rounds stop moving (no round for 20 periods) and
-// returns their count; a free-running loop never settles.
-func settle(t *testing.T, what string, rounds *atomic.Uint64, every time.Duration) uint64 {
+// settle waits until the loop sleeps (waits for a kick) and returns its
+// rounds; a free-running loop never sleeps.
+func settle(t *testing.T, what string, ls *loopStats) uint64 {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	prev := rounds.Load()
 	for {
-		time.Sleep(20 * every)
-		cur := rounds.Load()
-		if cur == prev {
-			return cur
+		// Asleep twice with no round between: not a kick about to be taken.
+		r := ls.rounds.Load()
+		if ls.asleep.Load() {
+			time.Sleep(5 * time.Millisecond)
+			if ls.asleep.Load() && ls.rounds.Load() == r {
+				return r
+			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the %s loop keeps running while idle (%d rounds)", what, cur)
+			t.Fatalf("the %s loop never sleeps while idle (%d rounds)", what, ls.rounds.Load())
 		}
-		prev = cur
+		time.Sleep(time.Millisecond)
 	}
 }
 
 // stillIdle checks that no round ran for d.
-func stillIdle(t *testing.T, what string, rounds *atomic.Uint64, d time.Duration) {
+func stillIdle(t *testing.T, what string, ls *loopStats, d time.Duration) {
 	t.Helper()
-	before := rounds.Load()
+	before := ls.rounds.Load()
 	time.Sleep(d)
-	if n := rounds.Load() - before; n != 0 {
+	if n := ls.rounds.Load() - before; n != 0 {
 		t.Fatalf("the %s loop ran %d rounds in %v of idle", what, n, d)
 	}
 }
@@ -83,8 +85,8 @@ func TestWakeLoopSleepsWhileIdle(t *testing.T) {
 	defer unsub()
 	h.Mark(key, PartRef{ID: NoID, Name: "a"}, SourcePush)
 	waitWake(t, wake, "first mark")
-	settle(t, "wake", &h.st.wakeRounds, tick)
-	stillIdle(t, "wake", &h.st.wakeRounds, 200*tick)
+	settle(t, "wake", &h.st.wakeLoop)
+	stillIdle(t, "wake", &h.st.wakeLoop, 200*tick)
 	// A wheel entry keeps it running only until the entry is gone: the
 	// lease below ends, its wake is taken, the entry is checked out and
 	// its empty verdict clears it (no grace).
@@ -109,8 +111,8 @@ func TestWakeLoopSleepsWhileIdle(t *testing.T) {
 	if st := h.Stats(); st.Wheel+st.Ready+st.Inflight != 0 {
 		t.Fatalf("not cleared: %+v", st)
 	}
-	settle(t, "wake", &h.st.wakeRounds, tick)
-	stillIdle(t, "wake", &h.st.wakeRounds, 200*tick)
+	settle(t, "wake", &h.st.wakeLoop)
+	stillIdle(t, "wake", &h.st.wakeLoop, 200*tick)
 }
 
 // (b) A quiet mark after a long idle stretch wakes within a few periods.
@@ -120,7 +122,7 @@ func TestWakeLoopQuietMarkAfterIdle(t *testing.T) {
 	key := Key("t", "q")
 	wake, unsub := h.Subscribe(key)
 	defer unsub()
-	settle(t, "wake", &h.st.wakeRounds, tick)
+	settle(t, "wake", &h.st.wakeLoop)
 	time.Sleep(300 * time.Millisecond)
 	at := time.Now()
 	h.Mark(key, PartRef{ID: NoID, Name: "a"}, SourcePush)
@@ -162,7 +164,7 @@ func TestWakeLoopParkedEntryWhileAsleep(t *testing.T) {
 	park := leaseLater(t, h, key)
 	wake, unsub := h.Subscribe(key)
 	defer unsub()
-	settle(t, "wake", &h.st.wakeRounds, tick)
+	settle(t, "wake", &h.st.wakeLoop)
 	until := time.Now().Add(100 * time.Millisecond)
 	park(until)
 	got := waitWake(t, wake, "lease end")
@@ -185,7 +187,7 @@ func TestWakeLoopSubscribeAfterPark(t *testing.T) {
 	until := time.Now().Add(300 * time.Millisecond)
 	park(until)
 	// The rounds the park kicked see no gate and stop.
-	settle(t, "wake", &h.st.wakeRounds, tick)
+	settle(t, "wake", &h.st.wakeLoop)
 	wake, unsub := h.Subscribe(key)
 	defer unsub()
 	got := waitWake(t, wake, "lease end, subscribed later")
@@ -204,8 +206,8 @@ func TestHintLoopSendsAfterIdle(t *testing.T) {
 	p := &fakePeers{peers: true}
 	h := startIdle(t, Options{Peers: p, HintFlush: flush})
 	key := Key("t", "q")
-	settle(t, "hint", &h.st.hintRounds, flush)
-	stillIdle(t, "hint", &h.st.hintRounds, 200*flush)
+	settle(t, "hint", &h.st.hintLoop)
+	stillIdle(t, "hint", &h.st.hintLoop, 200*flush)
 	h.Mark(key, PartRef{ID: NoID, Name: "a"}, SourcePush)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -220,8 +222,8 @@ func TestHintLoopSendsAfterIdle(t *testing.T) {
 		}
 		time.Sleep(flush)
 	}
-	settle(t, "hint", &h.st.hintRounds, flush)
-	stillIdle(t, "hint", &h.st.hintRounds, 200*flush)
+	settle(t, "hint", &h.st.hintLoop)
+	stillIdle(t, "hint", &h.st.hintLoop, 200*flush)
 }
 
 // (e) A waited-on queue whose only wheel entry falls due later: the loop
@@ -234,8 +236,8 @@ func TestWakeLoopNapsUntilParkedEntry(t *testing.T) {
 	park := leaseLater(t, h, key)
 	wake, unsub := h.Subscribe(key)
 	defer unsub()
-	settle(t, "wake", &h.st.wakeRounds, tick)
-	before := h.st.wakeRounds.Load()
+	settle(t, "wake", &h.st.wakeLoop)
+	before := h.st.wakeLoop.rounds.Load()
 	until := time.Now().Add(400 * time.Millisecond)
 	park(until)
 	got := waitWake(t, wake, "lease end")
@@ -247,7 +249,7 @@ func TestWakeLoopNapsUntilParkedEntry(t *testing.T) {
 	}
 	// The push's round, the one where it is due; a few more on a slow
 	// machine. A round per tick would be ~400.
-	n := h.st.wakeRounds.Load() - before
+	n := h.st.wakeLoop.rounds.Load() - before
 	t.Logf("%d rounds over the park", n)
 	if n > 20 {
 		t.Fatalf("%d rounds over a %v park (tick %v)", n, 400*time.Millisecond, tick)
@@ -265,7 +267,7 @@ func TestWakeLoopNapCutShort(t *testing.T) {
 	defer unsubLate()
 	wake, unsub := h.Subscribe(early)
 	defer unsub()
-	settle(t, "wake", &h.st.wakeRounds, tick)
+	settle(t, "wake", &h.st.wakeLoop)
 	parkLate(time.Now().Add(3 * time.Second)) // the loop naps maxNap (1 s)
 	time.Sleep(50 * time.Millisecond)
 	until := time.Now().Add(100 * time.Millisecond)

@@ -45,18 +45,17 @@ func (h *HotList) Start(ctx context.Context) {
 	// The wake tick and the hint sender run on demand: on this kind of VM
 	// every timer wake-up is a thread wake-up, and two free-running 5 ms
 	// tickers cost an idle broker ~2 % of a core.
-	demand := func(every time.Duration, kick <-chan struct{}, round func(context.Context) time.Duration) {
+	demand := func(every time.Duration, kick <-chan struct{}, ls *loopStats, round func(context.Context) time.Duration) {
 		if every <= 0 {
 			return
 		}
 		h.svc.wg.Add(1)
 		go func() {
 			defer h.svc.wg.Done()
-			demandLoop(ctx, every, kick, round)
+			demandLoop(ctx, every, kick, ls, round)
 		}()
 	}
-	demand(h.o.WakeTick, h.wake.kick, func(context.Context) time.Duration {
-		h.st.wakeRounds.Add(1)
+	demand(h.o.WakeTick, h.wake.kick, &h.st.wakeLoop, func(context.Context) time.Duration {
 		_, wait := h.wakeRound()
 		return wait
 	})
@@ -67,8 +66,7 @@ func (h *HotList) Start(ctx context.Context) {
 		loop(h.o.SweepInterval, func(context.Context) { h.Sweep() })
 	}
 	if h.o.Peers != nil {
-		demand(h.o.HintFlush, h.hints.kick, func(ctx context.Context) time.Duration {
-			h.st.hintRounds.Add(1)
+		demand(h.o.HintFlush, h.hints.kick, &h.st.hintLoop, func(ctx context.Context) time.Duration {
 			h.FlushHints(ctx)
 			if h.hints.len() > 0 {
 				return 0
@@ -113,7 +111,7 @@ func (h *HotList) Stop(ctx context.Context) error {
 // (non-blocking, buffer 1); a kick that arrives before a round is consumed
 // just before it (the round sees that state), one that arrives after stays
 // buffered: the loop never sleeps on a change it was kicked for.
-func demandLoop(ctx context.Context, every time.Duration, kick <-chan struct{}, round func(context.Context) time.Duration) {
+func demandLoop(ctx context.Context, every time.Duration, kick <-chan struct{}, ls *loopStats, round func(context.Context) time.Duration) {
 	start := time.Now()
 	t := time.NewTimer(every)
 	defer t.Stop()
@@ -121,11 +119,13 @@ func demandLoop(ctx context.Context, every time.Duration, kick <-chan struct{}, 
 	var roundAt time.Duration // when the last round began (since start)
 	for {
 		if wait < 0 {
+			ls.asleep.Store(true)
 			select {
 			case <-ctx.Done():
 				return
 			case <-kick:
 			}
+			ls.asleep.Store(false)
 			wait = 0
 		}
 		now := time.Since(start)
@@ -151,6 +151,7 @@ func demandLoop(ctx context.Context, every time.Duration, kick <-chan struct{}, 
 		default:
 		}
 		roundAt = time.Since(start)
+		ls.rounds.Add(1)
 		wait = round(ctx)
 	}
 }
