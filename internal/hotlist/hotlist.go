@@ -67,6 +67,8 @@ func New(o Options) *HotList {
 	h := &HotList{o: o, queues: map[string]*queue{}, qopts: map[string]QueueOptions{}}
 	h.wake.gates = map[string]map[*gate]struct{}{}
 	h.wake.pending = map[string]struct{}{}
+	h.wake.kick = make(chan struct{}, 1)
+	h.hints.kick = make(chan struct{}, 1)
 	h.hints.m = map[hintKey]int32{}
 	h.hints.max = o.HintSetMax
 	return h
@@ -448,7 +450,7 @@ func (h *HotList) getRing(key, group string) (*queue, *ring) {
 		}
 		r := q.rings[group]
 		if r == nil {
-			r = newRing(q, group, h.o.Shards)
+			r = newRing(q, group, h.o.Shards, h.wake.kick)
 			if h.o.Reseeder == nil {
 				r.seeded.Store(true)
 			}

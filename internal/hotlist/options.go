@@ -50,7 +50,9 @@ type Options struct {
 	// WindowMarks releases a windowBuffer hold early after this many marks.
 	// Default 100.
 	WindowMarks int
-	// WakeTick is the coalescing period of quiet wakes. Default 5 ms.
+	// WakeTick is the coalescing period of quiet wakes: the wake loop's
+	// period while it has something to wake (it sleeps otherwise).
+	// Default 5 ms.
 	WakeTick time.Duration
 	// ReseedInterval is the reseed floor per (queue, group). Default 30 s;
 	// negative disables the periodic reseed (cold rings still reseed).
@@ -75,7 +77,8 @@ type Options struct {
 	DisableSweep  bool
 	// HintSetMax bounds the outgoing peer hint set. Default 200,000.
 	HintSetMax int
-	// HintFlush is the period of the peer hint sender. Default 5 ms.
+	// HintFlush is the period of the peer hint sender while hints are
+	// pending (it sleeps otherwise). Default 5 ms.
 	HintFlush time.Duration
 	// HintBatch is the most hints per SendHints call. Default 500.
 	HintBatch int

@@ -18,11 +18,19 @@ type hintSet struct {
 	mu  sync.Mutex
 	m   map[hintKey]int32
 	max int
+	// kick (buffer 1) wakes the sleeping hint sender: sent by add, after
+	// the hint is in the set, whenever the set is not empty.
+	kick chan struct{}
 }
 
 func (s *hintSet) add(h *HotList, hint Hint) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() {
+		if len(s.m) > 0 {
+			kickChan(s.kick)
+		}
+	}()
 	k := hintKey{hint.Key, hint.Partition, NoID}
 	if hint.Partition == "" {
 		k.id = hint.ID
@@ -41,6 +49,12 @@ func (s *hintSet) add(h *HotList, hint Hint) {
 	s.m[k] = hint.ID
 }
 
+func (s *hintSet) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
 func (s *hintSet) take(n int) []Hint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -57,7 +71,8 @@ func (s *hintSet) take(n int) []Hint {
 
 // FlushHints sends the collected hints to the peers in batches of
 // HintBatch. A failed batch is dropped (counted): peers heal it at their
-// next reseed. The background loop calls it every HintFlush.
+// next reseed. The background loop calls it every HintFlush while the set
+// is not empty.
 func (h *HotList) FlushHints(ctx context.Context) int {
 	p := h.o.Peers
 	if p == nil {

@@ -153,7 +153,10 @@ func (h *HotList) ReseedDue(ctx context.Context) int {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done(); r.reseeding.Store(false) }()
+			// reseeding is cleared before wg.Done: a ReseedDue right after
+			// this one returned must find the ring free (it did not, now and
+			// then: TestColdReseedCountsAsFirst saw 0 reseeds under load).
+			defer func() { r.reseeding.Store(false); <-sem; wg.Done() }()
 			rctx, cancel := context.WithTimeout(ctx, max(h.o.ReseedInterval, 10*time.Second))
 			defer cancel()
 			if err := h.reseed(rctx, r); err != nil && ctx.Err() == nil {

@@ -68,6 +68,10 @@ type subRing struct {
 	// without taking their locks.
 	hint  *atomic.Int64
 	parks *atomic.Uint64 // counts wheel pushes, so a hint refresh can tell it raced one
+	// kick wakes the hot-list's sleeping wake loop (wakeHub.kick) after a
+	// push: it sleeps while no waited-on queue has wheel entries, and
+	// this one may be waited on and come due without any mark.
+	kick chan struct{}
 }
 
 func newSubRing() subRing { return subRing{head: -1, tail: -1} }
@@ -205,6 +209,9 @@ func (s *subRing) push(e wheelEntry) {
 				break
 			}
 		}
+		// After the hint: the round the kick starts reads it. (Non-blocking,
+		// so fine under s.mu.)
+		kickChan(s.kick)
 	}
 	s.wheel = append(s.wheel, e)
 	i := len(s.wheel) - 1
@@ -264,11 +271,11 @@ type ring struct {
 	detached   atomic.Bool // dropped (group delete, seek, sweep)
 }
 
-func newRing(q *queue, group string, shards int) *ring {
+func newRing(q *queue, group string, shards int, kick chan struct{}) *ring {
 	r := &ring{q: q, group: group, subs: make([]subRing, shards)}
 	for i := range r.subs {
 		r.subs[i] = newSubRing()
-		r.subs[i].hint, r.subs[i].parks = &q.wheelHint, &q.wheelParks
+		r.subs[i].hint, r.subs[i].parks, r.subs[i].kick = &q.wheelHint, &q.wheelParks, kick
 	}
 	return r
 }

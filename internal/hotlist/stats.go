@@ -15,6 +15,13 @@ type counters struct {
 	hintsSent, hintsDropped, hintsCoalesced      atomic.Uint64
 	hintsReceived                                atomic.Uint64
 	swept                                        atomic.Uint64
+	// The on-demand loops (not in Stats: the tests look at them).
+	wakeLoop, hintLoop loopStats
+}
+
+type loopStats struct {
+	rounds atomic.Uint64
+	asleep atomic.Bool // waiting for a kick
 }
 
 // Stats is a snapshot of the hot-list: gauges (Queues … Inflight, Hints)
