@@ -135,7 +135,7 @@ func TestBrokerTickAfterWaitTakesTheHoldersTick(t *testing.T) {
 		o.err = caller.QueryRow(ctx, `SELECT tick_id, ticked FROM pgque.broker_tick('bw', $1::bigint[])`, []int64{tx1}).Scan(&o.tick, &o.ticked)
 		done <- o
 	}()
-	for deadline := time.Now().Add(20 * time.Second); e.int64(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 1885827446 AND objid = $1 AND NOT granted`, qid) != 1; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); e.int64(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 1885827446 AND objid = $1 AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, qid) != 1; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("broker_tick did not wait for the holder of the tick lock")
 		}

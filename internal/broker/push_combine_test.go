@@ -55,8 +55,12 @@ func (e *combinerEnv) hold() {
 		}
 		e.held <- err
 	}()
+	// pg_locks lists every database of the cluster: tests running in
+	// parallel in other databases wait on the same kind of lock (CI: the
+	// count matched another test's wait before ours waited, and the next
+	// push took the free call slot instead of queueing).
 	e.waitFor("the held push to wait for its lock", func() bool {
-		return e.db.Int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 1
+		return e.db.Int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 1
 	})
 }
 

@@ -50,7 +50,7 @@ func TestPopDoesNotWaitForTicksInFlight(t *testing.T) {
 		pushed <- resp.StatusCode
 	}()
 	deadline := time.Now().Add(30 * time.Second)
-	for e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+	for e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND classid = 1885827445 AND objid = 6`) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the second push's tick never waited for the lock")

@@ -58,7 +58,7 @@ func TestPushRequestsCombined(t *testing.T) {
 		}
 	}
 	waitUntil("the held push", func() bool {
-		return e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`) == 1
+		return e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) == 1
 	})
 	const n = 5
 	outs := make(chan outcome, n)

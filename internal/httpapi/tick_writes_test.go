@@ -72,7 +72,7 @@ func TestBrokerTickWaitsForConcurrentTicker(t *testing.T) {
 		done <- o
 	}()
 	// The tick waits for the holder (it does not return while it holds).
-	for deadline := time.Now().Add(20 * time.Second); e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`, qid) != 1; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, qid) != 1; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			select {
 			case o := <-done:

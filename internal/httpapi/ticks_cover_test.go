@@ -75,7 +75,7 @@ func TestBrokerTickInFlightCoversLaterPush(t *testing.T) {
 	pushAsync(2)
 	// Its tick waits for the lock holder.
 	waitFor("the first push's tick to wait for the tick lock", func() bool {
-		return e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 1885827446 AND objid = $1 AND NOT granted`, qid) == 1
+		return e.int(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 1885827446 AND objid = $1 AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, qid) == 1
 	})
 	pushAsync(3)
 	waitFor("the second push to commit", func() bool { return e.events("cq") == 3 })
