@@ -158,22 +158,11 @@ func leaseLater(t *testing.T, h *HotList, key string) func(until time.Time) {
 // (c) A leased entry parked while the loop sleeps wakes its gate at about
 // its due time (the wheel push kicks the loop).
 func TestWakeLoopParkedEntryWhileAsleep(t *testing.T) {
-	const tick = time.Millisecond
-	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
-	key := Key("t", "q")
-	park := leaseLater(t, h, key)
-	wake, unsub := h.Subscribe(key)
-	defer unsub()
-	settle(t, "wake", &h.st.wakeLoop)
+	_, park, wake := parkedGate(t, time.Millisecond)
 	until := time.Now().Add(100 * time.Millisecond)
 	park(until)
 	got := waitWake(t, wake, "lease end")
-	if got.Before(until) {
-		t.Fatalf("woken %v before the lease ended", until.Sub(got))
-	}
-	if d := got.Sub(until); d > time.Second {
-		t.Fatalf("woken %v after the lease ended", d)
-	}
+	wokenAfter(t, got, until, time.Second, "")
 }
 
 // (c') The entry parked while nobody waited (its kick found no gate); a
@@ -191,12 +180,7 @@ func TestWakeLoopSubscribeAfterPark(t *testing.T) {
 	wake, unsub := h.Subscribe(key)
 	defer unsub()
 	got := waitWake(t, wake, "lease end, subscribed later")
-	if got.Before(until) {
-		t.Fatalf("woken %v before the lease ended", until.Sub(got))
-	}
-	if d := got.Sub(until); d > time.Second {
-		t.Fatalf("woken %v after the lease ended", d)
-	}
+	wokenAfter(t, got, until, time.Second, "")
 }
 
 // (d) The hint sender sleeps while the set is empty, and hints added
@@ -231,22 +215,12 @@ func TestHintLoopSendsAfterIdle(t *testing.T) {
 // tick), and still wakes the gate then.
 func TestWakeLoopNapsUntilParkedEntry(t *testing.T) {
 	const tick = time.Millisecond
-	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
-	key := Key("t", "q")
-	park := leaseLater(t, h, key)
-	wake, unsub := h.Subscribe(key)
-	defer unsub()
-	settle(t, "wake", &h.st.wakeLoop)
+	h, park, wake := parkedGate(t, tick)
 	before := h.st.wakeLoop.rounds.Load()
 	until := time.Now().Add(400 * time.Millisecond)
 	park(until)
 	got := waitWake(t, wake, "lease end")
-	if got.Before(until) {
-		t.Fatalf("woken %v before the lease ended", until.Sub(got))
-	}
-	if d := got.Sub(until); d > time.Second {
-		t.Fatalf("woken %v after the lease ended", d)
-	}
+	wokenAfter(t, got, until, time.Second, "")
 	// The push's round, the one where it is due; a few more on a slow
 	// machine. A round per tick would be ~400.
 	n := h.st.wakeLoop.rounds.Load() - before
@@ -273,10 +247,31 @@ func TestWakeLoopNapCutShort(t *testing.T) {
 	until := time.Now().Add(100 * time.Millisecond)
 	parkEarly(until)
 	got := waitWake(t, wake, "the earlier lease end")
+	wokenAfter(t, got, until, 600*time.Millisecond, ": the nap was not cut short")
+}
+
+// wokenAfter fails unless a gate woken at got was woken once the lease
+// ended at until, and at most late after it (why: what being late means).
+func wokenAfter(t *testing.T, got, until time.Time, late time.Duration, why string) {
+	t.Helper()
 	if got.Before(until) {
 		t.Fatalf("woken %v before the lease ended", until.Sub(got))
 	}
-	if d := got.Sub(until); d > 600*time.Millisecond {
-		t.Fatalf("woken %v after the lease ended: the nap was not cut short", d)
+	if d := got.Sub(until); d > late {
+		t.Fatalf("woken %v after the lease ended%s", d, why)
 	}
+}
+
+// parkedGate starts an idle hot-list (wake tick every tick) with a gate
+// parked on one queue, whose partition park(until) leases until then, and
+// returns once the wake loop sleeps.
+func parkedGate(t *testing.T, tick time.Duration) (*HotList, func(time.Time), <-chan struct{}) {
+	t.Helper()
+	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
+	key := Key("t", "q")
+	park := leaseLater(t, h, key)
+	wake, unsub := h.Subscribe(key)
+	t.Cleanup(unsub)
+	settle(t, "wake", &h.st.wakeLoop)
+	return h, park, wake
 }
