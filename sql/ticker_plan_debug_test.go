@@ -42,6 +42,27 @@ func TestTickerPlanLogsWhyItSkippedADueQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The same lock key held in another database of the cluster (queue ids
+	// repeat across databases) is not this queue's holder and must not be
+	// named (CI: a ticker_loop of another test's database was).
+	other, err := pgx.ParseConfig(e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Database = "postgres"
+	stranger, err := pgx.ConnectConfig(ctxT(t), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stranger.Close(context.Background()) })
+	var strangerPid int
+	if err := stranger.QueryRow(ctxT(t), `SELECT pg_backend_pid()`).Scan(&strangerPid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stranger.Exec(ctxT(t), `SELECT pg_advisory_lock(1885827446, $1)`, qid); err != nil {
+		t.Fatal(err)
+	}
+
 	ticker := newLogConn(t, e.dsn)
 	tick := func() int {
 		t.Helper()
@@ -72,6 +93,9 @@ func TestTickerPlanLogsWhyItSkippedADueQueue(t *testing.T) {
 	want := fmt.Sprintf("skipped: q: tick lock held by pid %d (tick-lock-holder, idle in transaction", holderPid)
 	if len(l) != 1 || !strings.Contains(l[0], want) || !strings.Contains(l[0], "(1 queues due), 0 ticks prepared") {
 		t.Fatalf("debug on: ticker_plan() logged %q, want one line containing %q and \"(1 queues due), 0 ticks prepared\"", l, want)
+	}
+	if stray := fmt.Sprintf("pid %d ", strangerPid); strings.Contains(l[0], stray) {
+		t.Fatalf("debug on: ticker_plan() named a holder of the same key in another database (%s): %q", stray, l[0])
 	}
 
 	// The holder gone: the queue ticks, and a fast call with no skip logs nothing.

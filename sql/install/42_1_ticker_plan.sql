@@ -103,7 +103,10 @@ BEGIN
                            JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
                           WHERE l.locktype = 'advisory' AND l.classid = 1885827446::oid
                             AND l.objid = v_due.queue_id::oid AND l.objsubid = 2
-                            AND l.granted AND l.pid <> pg_backend_pid()),
+                            AND l.granted AND l.pid <> pg_backend_pid()
+                            -- advisory locks are per database; queue ids repeat across them
+                            AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d
+                                               WHERE d.datname = pg_catalog.current_database())),
                         'a newer tick than the due check read (another ticker), or the queue is gone')));
                 END IF;
                 IF v_debug > 0 AND extract(epoch FROM clock_timestamp() - v_t_q) * 1000 > v_slow_ms THEN
