@@ -41,4 +41,3 @@ func SetMaintenance(ctx context.Context, q Querier, mode string, enabled bool) (
 // MaintenanceChannel is the NOTIFY channel a maintenance change is
 // announced on (payload: the mode).
 const MaintenanceChannel = "pgque.maintenance"
-

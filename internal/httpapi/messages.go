@@ -150,7 +150,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 		out.Messages = append(out.Messages, listedMessage{ID: m.MessageID, TransactionID: m.TransactionID,
 			PartitionID: m.PartitionUUID, QueuePath: queue + "/" + m.Partition, Queue: queue, Partition: m.Partition,
 			Namespace: labelName(r, m.Namespace), Task: labelName(r, m.Task), Status: m.Status, QueueStatus: m.Status,
-			BusStatus: busStatus{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
+			BusStatus:     busStatus{ConsumedBy: m.ConsumedBy, TotalGroups: m.TotalGroups},
 			QueuePriority: rawOrNull(m.Priority), CreatedAt: isoMillis(m.CreatedAt),
 			LeaseExpiresAt: isoOrNil(m.QueueLease), Data: data, Payload: data})
 	}
@@ -250,7 +250,7 @@ func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) error {
 	pid, txn := r.PathValue("partitionId"), r.PathValue("transactionId")
 	notFound := func() error {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "partitionId": pid, "transactionId": txn,
-			"error": "Message not found",
+			"error":   "Message not found",
 			"message": "No message with this address in a queue of this tenant, or it was deleted already"})
 		return nil
 	}
