@@ -455,6 +455,9 @@ func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || id < 1 {
 		return badRequest("the dead letter id must be a positive integer")
 	}
+	if err := s.refusePush(w, r); err != nil { // a replay writes an event
+		return err
+	}
 	ctx, cancel := dbCtx(r)
 	defer cancel()
 	rp, err := broker.ReplayDLQInto(ctx, s.pool, id)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/hotlistpg"
@@ -25,6 +26,10 @@ type peerListener struct {
 	// payloads; onListen runs each time that LISTEN is in effect.
 	hotlist  func(payload string)
 	onListen func(ctx context.Context)
+	// onMaintenance, when set, also LISTENs on broker.MaintenanceChannel
+	// and runs on each notification there and each time LISTEN is in
+	// effect (a change made while disconnected is not missed).
+	onMaintenance func()
 	// ready is closed once LISTEN is in effect for the first time.
 	ready chan struct{}
 }
@@ -65,9 +70,15 @@ func (p *peerListener) listen(ctx context.Context, first *bool) error {
 	if err == nil && p.hotlist != nil {
 		_, err = conn.Exec(lctx, `LISTEN "`+hotlistpg.Channel+`"`)
 	}
+	if err == nil && p.onMaintenance != nil {
+		_, err = conn.Exec(lctx, `LISTEN "`+broker.MaintenanceChannel+`"`)
+	}
 	cancel()
 	if err != nil {
 		return err
+	}
+	if p.onMaintenance != nil {
+		p.onMaintenance()
 	}
 	if p.onListen != nil {
 		p.onListen(ctx)
@@ -86,6 +97,12 @@ func (p *peerListener) listen(ctx context.Context, first *bool) error {
 }
 
 func (p *peerListener) handle(n *pgconn.Notification) {
+	if n.Channel == broker.MaintenanceChannel {
+		if p.onMaintenance != nil {
+			p.onMaintenance()
+		}
+		return
+	}
 	if n.Channel == hotlistpg.Channel {
 		if p.hotlist != nil {
 			p.hotlist(n.Payload)

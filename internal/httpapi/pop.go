@@ -182,7 +182,12 @@ func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery,
 		ch, release := s.gates.Wait(key)
 		ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
 		t0 := time.Now()
-		queue, res, err := pop(ctx)
+		var queue string
+		var res broker.PopResult
+		var err error
+		if !s.maintenance(ctx).Pop { // pop maintenance: empty, no database call
+			queue, res, err = pop(ctx)
+		}
 		dbTime += time.Since(t0)
 		cancel()
 		if errors.Is(err, broker.ErrNotFound) {

@@ -58,6 +58,9 @@ func pushItems(r *http.Request, items []pushItem, field string) ([]broker.Item, 
 }
 
 func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
+	if err := s.refusePush(w, r); err != nil {
+		return err
+	}
 	var req pushRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return err

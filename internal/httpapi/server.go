@@ -104,6 +104,9 @@ type Server struct {
 	// stopping is closed by Stop: parked pops return at once.
 	stopping chan struct{}
 	peers    *peerListener
+	// maint is the maintenance switches as this broker knows them
+	// (maintenance.go).
+	maint maintState
 }
 
 // New validates cfg and builds a server that does not run yet.
@@ -148,6 +151,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.pusher = broker.NewCombiner(cfg.Pool, cfg.PushConcurrency, 0, dbTimeout)
 	s.metrics = newMetrics(s)
+	s.initMaintenance()
 	s.handler = s.routes()
 	return s, nil
 }
@@ -189,7 +193,8 @@ func (s *Server) StartBackground(ctx context.Context) error {
 				s.metrics.peerHints.Inc()
 				s.cands.Note(broker.Event{Kind: broker.EventPushed, Queue: queue})
 				s.wakeLocal(queue)
-			}}
+			},
+			onMaintenance: s.refreshMaintenance}
 		if s.hot != nil && s.hot.Peers() != nil {
 			tr := s.hot.Peers()
 			s.peers.hotlist = tr.Receive

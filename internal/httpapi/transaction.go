@@ -71,6 +71,9 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 			return badRequest(fmt.Sprintf("operations[%d].type must be push or ack", i))
 		}
 	}
+	if err := s.refusePushes(w, r, pushes); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
 	defer cancel()
 	var results []txResult

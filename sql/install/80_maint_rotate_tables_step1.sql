@@ -6,7 +6,8 @@
 -- The next table is TRUNCATEd first (NOWAIT: busy means try again later).
 -- Returns: 1 switched, 0 not (yet). Locks: the queue's tick lock (try), the
 -- queue row, the next event table (ACCESS EXCLUSIVE NOWAIT).
--- Writes: queue, truncates an event table. Called by: maint(), the daemon.
+-- Writes: queue, message_tombstone (the truncated table's rows), truncates an
+-- event table. Called by: maint(), the daemon.
 CREATE OR REPLACE FUNCTION pgque.maint_rotate_tables_step1(i_queue_name text)
 RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER
@@ -47,6 +48,8 @@ BEGIN
         RETURN 0;
     END;
     EXECUTE format('TRUNCATE %s', pgque.event_table(v_queue.queue_id, v_next));
+    -- deleted-message marks of the events just truncated (98_70)
+    DELETE FROM pgque.message_tombstone WHERE mt_queue = v_queue.queue_id AND mt_table = v_next;
     UPDATE pgque.queue
        SET queue_cur_table = v_next, queue_switch_step1 = pg_current_xact_id(),
            queue_switch_step2 = NULL, queue_switch_time = now()

@@ -30,6 +30,14 @@
 -- when lo had none), so a held xmin does not widen it (OFFSET 0 keeps that
 -- subquery a per-xid probe: flattened, the planner scanned the partition's
 -- every event and joined the xids to them).
+-- Deleted messages (message_tombstone, DELETE /api/v1/messages) are left
+-- out of every read without an end bound; the reads with one (i_end_txid:
+-- group_ack's reads of a leased batch and below the position) keep them,
+-- so a consumer holding a batch can still ack every message it was given
+-- and its lease ends at the batch end as before. The test is an
+-- uncorrelated EXISTS on the queue (an InitPlan: one index probe per read,
+-- evaluated once per statement) OR the per-event probe, which therefore
+-- never runs while the queue has no deleted message.
 -- Columns: ev_id, ev_time, ev_txid, ev_data, ev_extra1.
 -- Returns: text. Locks: none. Called by: group_plan_sql (the generated
 -- functions of pop_list, group_ack, group_pending, group_advance_idle),
@@ -52,7 +60,11 @@ BEGIN
                        'AND (%5$s IS NULL OR (e.ev_txid, e.ev_id) > (%5$s, %6$s)) '
                        'AND (%7$s IS NULL OR e.ev_txid <= %7$s)',
                        i_lo, i_hi, i_owner, coalesce(i_from, 'NULL::timestamptz'),
-                       coalesce(i_pos_txid, 'NULL::xid8'), coalesce(i_pos, 'NULL::bigint'), coalesce(i_end_txid, 'NULL::xid8'));
+                       coalesce(i_pos_txid, 'NULL::xid8'), coalesce(i_pos, 'NULL::bigint'), coalesce(i_end_txid, 'NULL::xid8'))
+                || CASE WHEN i_end_txid IS NULL THEN format(
+                       ' AND (NOT (SELECT EXISTS (SELECT 1 FROM pgque.message_tombstone mt WHERE mt.mt_queue = %1$s)) '
+                       'OR NOT EXISTS (SELECT 1 FROM pgque.message_tombstone mt '
+                       'WHERE mt.mt_queue = %1$s AND mt.mt_ev_id = e.ev_id))', i_queue_id) ELSE '' END;
     FOREACH v_n IN ARRAY i_tables LOOP
         v_parts := v_parts
             || format('(SELECT e.ev_id, e.ev_time, e.ev_txid, e.ev_data, e.ev_extra1 '

@@ -85,5 +85,14 @@ TO pgque_reader, pgque_writer;
 GRANT EXECUTE ON FUNCTION pgque.group_lease_live(uuid) TO pgque_reader;
 GRANT EXECUTE ON FUNCTION pgque.group_set_subscription(text, text, text, timestamptz) TO pgque_admin;
 GRANT EXECUTE ON FUNCTION pgque.broker_tick(text), pgque.broker_tick(text, bigint[]) TO pgque_admin;
+-- Messages (GET / DELETE /api/v1/messages) and the maintenance switches.
+GRANT EXECUTE ON FUNCTION
+    pgque.message_list(text, text, text, text, text, text, timestamptz, timestamptz, int, int),
+    pgque.message_mode(text, text), pgque.message_get(text, uuid, text),
+    pgque.broker_maintenance()
+TO pgque_reader, pgque_writer;
+GRANT EXECUTE ON FUNCTION
+    pgque.message_delete(text, uuid, text), pgque.set_broker_maintenance(text, boolean)
+TO pgque_admin;
 -- rotate_family is called only inside rotate_metadata and group_rotate
 -- (SECURITY DEFINER): granted to nobody.
