@@ -7,12 +7,12 @@
 -- consumers the same from the latest tick. 0 means nothing committed is
 -- waiting. Dead letters are not pending (dlq_inspect lists them).
 -- An unknown queue name raises.
--- VOLATILE (both forms): the statement takes its snapshot after locking the
--- tick and subscription children, so a subscription rotation it waited
--- behind committed before it (STABLE, it read with the caller's older
--- snapshot: the moved subscriptions missed, pending counted from the
--- latest tick - the uninstall's check for unread events read 0; docs/engine.md
--- "Metadata rotation").
+-- VOLATILE (the form without arguments calls this one): the statement
+-- takes its snapshot after locking the tick and subscription children, so
+-- a subscription rotation it waited behind committed before it (STABLE, it
+-- read with the caller's older snapshot: the moved subscriptions missed,
+-- pending counted from the latest tick - the uninstall's check for unread
+-- events read 0; docs/engine.md "Metadata rotation").
 -- Locks: ACCESS SHARE on the tick and subscription children.
 -- Called by: pgquectl status/uninstall, operators.
 CREATE OR REPLACE FUNCTION pgque.get_queue_info(i_queue_name text)
@@ -54,7 +54,7 @@ RETURNS TABLE (queue_name text, queue_ntables int, queue_cur_table int, queue_ro
                queue_ticker_max_count int, queue_ticker_max_lag interval, queue_ticker_idle_period interval,
                queue_tick_period_ms int, ticker_lag interval, ev_per_sec float8, ev_new bigint,
                last_tick_id bigint, last_tick_time timestamptz, pending_events bigint)
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT * FROM pgque.get_queue_info(NULL::text);

@@ -3,11 +3,11 @@
 -- operation), cursor, open batch, and pending_events (unread_events at its
 -- cursor - an upper bound by event ids plus events committed after the tick
 -- that numbered them - plus its retries waiting in retry_queue).
--- Unknown queue raises. VOLATILE (all three forms): the statement takes its
--- snapshot after locking the subscription and tick children, so a
--- subscription rotation it waited behind committed before it (STABLE, it
--- read with the caller's older snapshot and left the moved subscriptions
--- out; docs/engine.md "Metadata rotation").
+-- Unknown queue raises. VOLATILE (the shorter forms call this one): the
+-- statement takes its snapshot after locking the subscription and tick
+-- children, so a subscription rotation it waited behind committed before
+-- it (STABLE, it read with the caller's older snapshot and left the moved
+-- subscriptions out; docs/engine.md "Metadata rotation").
 -- Locks: ACCESS SHARE on the subscription and tick children.
 -- Called by: pgquectl status, operators.
 CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text, i_consumer_name text)
@@ -33,7 +33,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text)
 RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
                current_batch bigint, next_tick bigint, pending_events bigint)
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT * FROM pgque.get_consumer_info(i_queue_name, NULL);
@@ -42,7 +42,7 @@ $$;
 CREATE OR REPLACE FUNCTION pgque.get_consumer_info()
 RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
                current_batch bigint, next_tick bigint, pending_events bigint)
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT * FROM pgque.get_consumer_info(NULL, NULL);

@@ -5,14 +5,14 @@
 -- reseed floor. An unknown queue or group yields nothing. Stale in excess
 -- only: a listed partition may turn out empty, a pending one is never left
 -- out. Returns: (partition_id, partition_uuid, partition_name, lease_until).
--- VOLATILE, like group_pending: the rotated tables are read by statements
--- whose snapshot follows their locks, never with a caller's snapshot that
--- predates a rotation they waited behind (docs/broker.md "Rotation").
+-- It reads the rotated tables only through group_pending, which is
+-- VOLATILE: those reads take their own snapshots after their locks
+-- (docs/broker.md "Rotation").
 -- Locks: as group_pending. Writes: nothing. Called by: the hot-list
 -- (reseed), tests.
 CREATE OR REPLACE FUNCTION pgque.group_reseed(i_queue text, i_group text, i_after int DEFAULT NULL, i_limit int DEFAULT 10000)
 RETURNS TABLE (partition_id int, partition_uuid uuid, partition_name text, lease_until timestamptz)
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
