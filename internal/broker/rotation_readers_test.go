@@ -1,7 +1,9 @@
 package broker_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/pgtest"
@@ -144,5 +146,87 @@ func TestGroupRotationXminBehindRotation(t *testing.T) {
 	})
 	if got != want {
 		t.Fatalf("group_rotation_xmin behind a rotation: %s, want %s (the cursor's; the subscription's is %s)", got, want, subXmin)
+	}
+}
+
+// group_pending reads the queue's latest tick (the end of a cursor's next
+// range) itself. Here the statement calling it takes its snapshot and
+// waits (an advisory lock) before group_pending runs; meanwhile two ticks
+// are made and the tick child holding the tick that was the latest in
+// that snapshot is TRUNCATEd, as rotate_metadata truncates a child none of
+// whose ticks tick_need still needs. Read with the caller's snapshot
+// (STABLE), the tick table held no tick of the queue: no range end, and
+// partition a's pending event went unlisted.
+func TestGroupPendingTickBehindRotation(t *testing.T) {
+	e := setup(t)
+	e.pushN("q", "a", 0, 1)
+	e.tick("q")
+	var qid, gid int
+	if err := e.conn.QueryRow(ctxT(t), `SELECT queue_id, pgque.group_subscribe(queue_id, '__QUEUE_MODE__', 'all', NULL)
+	                                      FROM pgque.queue WHERE queue_name = 'q'`).Scan(&qid, &gid); err != nil {
+		t.Fatal(err)
+	}
+	x := e.int(`SELECT (pgque.tick_gen(now()) + 1) % 3`)
+	e.exec(`UPDATE pgque.tick SET tick_gen = $1 WHERE tick_gen <> $1`, x)
+	oldTick := e.int(`SELECT max(tick_id) FROM pgque.tick WHERE tick_queue = $1`, qid)
+
+	const key = 8675309
+	locker := pgtest.Conn(t, e.dsn)
+	w := pgtest.Conn(t, e.dsn)
+	if _, err := locker.Exec(ctxT(t), `SELECT pg_advisory_lock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		names []string
+		err   error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = e.conn.QueryRow(ctxT(t), `
+			SELECT coalesce(array_agg(p.part_name ORDER BY p.part_name), '{}')
+			  FROM (SELECT 1 AS one FROM (SELECT pg_advisory_xact_lock($3)) s OFFSET 0) l
+			 CROSS JOIN LATERAL pgque.group_pending($1, $2, NULL, NULL, l.one = 0) x
+			  JOIN pgque.partition p ON p.part_queue = $1 AND p.part_id = x.partition_id`, qid, gid, key).Scan(&r.names)
+		ch <- r
+	}()
+	wInt := func(sql string, args ...any) int64 {
+		t.Helper()
+		var v int64
+		if err := w.QueryRow(ctxT(t), sql, args...).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return v
+	}
+	for deadline := time.Now().Add(30 * time.Second); wInt(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+	        AND objid = $1 AND objsubid = 1 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, key) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader does not wait for the advisory lock")
+		}
+	}
+	for i := 0; i < 2; i++ {
+		wInt(`SELECT count(*) FROM (SELECT pgque.force_next_tick('q')) f`)
+		wInt(`SELECT count(*) FROM (SELECT pgque.ticker('q')) f`)
+	}
+	// The new ticks go to the current child; should the time slot have
+	// moved on meanwhile, keep them out of the child truncated below.
+	wInt(`WITH m AS (UPDATE pgque.tick SET tick_gen = ($1 + 1) % 3 WHERE tick_gen = $1 AND tick_id > $2 RETURNING 1)
+	      SELECT count(*) FROM m`, x, oldTick)
+	if n := wInt(fmt.Sprintf(`SELECT count(*) FROM pgque.tick_%d t JOIN pgque.tick_need() n ON n.queue_id = t.tick_queue
+	                           WHERE t.tick_id >= n.min_tick`, x)); n != 0 {
+		t.Fatalf("setup: tick_%d holds %d ticks a reader still needs", x, n)
+	}
+	if _, err := w.Exec(ctxT(t), fmt.Sprintf(`TRUNCATE pgque.tick_%d`, x)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := locker.Exec(ctxT(t), `SELECT pg_advisory_unlock($1)`, key); err != nil {
+		t.Fatal(err)
+	}
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.names) != 1 || r.names[0] != "a" {
+		t.Fatalf("group_pending after its caller's snapshot lost the latest tick to a truncation: %v, want [a]", r.names)
 	}
 }
