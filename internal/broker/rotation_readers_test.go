@@ -230,3 +230,16 @@ func TestGroupPendingTickBehindRotation(t *testing.T) {
 		t.Fatalf("group_pending after its caller's snapshot lost the latest tick to a truncation: %v, want [a]", r.names)
 	}
 }
+
+func TestMessageStateBehindRotation(t *testing.T) {
+	e, leased := rotationSetup(t)
+	m := leased.Messages[0]
+	h := pgtest.HoldRotation(t, e.dsn, "group_cursor")
+	got := pgtest.DuringRotation(t, h, "message_get", func() (broker.MessageDetail, error) {
+		d, _, err := broker.GetMessage(ctxT(t), e.conn, "", m.PartitionUUID, m.TransactionID)
+		return d, err
+	})
+	if got.Status != "processing" || got.QueueLease == nil || !got.QueueLease.Equal(m.LeaseUntil) {
+		t.Fatalf("message behind a rotation: status %q, queue lease %v; want processing until %v", got.Status, got.QueueLease, m.LeaseUntil)
+	}
+}
