@@ -1,11 +1,16 @@
 -- pgque.get_batch_events(x_batch_id): all events of an open batch (PgQ
 -- primitive; ignores receive()'s position). Unknown or finished batch: no
 -- rows. A receive() delivery id: the delivery's batch (delivery_sub).
--- Locks: none. Called by: PgQ-style consumers.
+-- VOLATILE: the subscription read takes its snapshot after locking the
+-- subscription children, so a rotation it waited behind committed before
+-- it (STABLE, it read with the caller's older snapshot: an open batch
+-- whose row the rotation moved gave no rows; docs/engine.md "Metadata
+-- rotation"). Locks: ACCESS SHARE on the subscription and tick children.
+-- Called by: PgQ-style consumers.
 CREATE OR REPLACE FUNCTION pgque.get_batch_events(x_batch_id bigint)
 RETURNS TABLE (ev_id bigint, ev_time timestamptz, ev_txid bigint, ev_retry int4, ev_type text,
                ev_data text, ev_extra1 text, ev_extra2 text, ev_extra3 text, ev_extra4 text)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE

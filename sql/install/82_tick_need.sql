@@ -2,10 +2,17 @@
 -- cursor_tick is the slowest consumer's cursor (NULL without consumers) and
 -- min_tick = least(cursor_tick, the second-latest tick, the latest tick) -
 -- the ticker's rules look at the last two. Ticks below min_tick may go.
--- Locks: none. Called by: rotate_metadata, maint_rotate_tables_step1, status.
+-- VOLATILE: its statement takes its snapshot after locking the tick and
+-- subscription children, so a subscription rotation it waited behind
+-- committed before it. STABLE, it read with the caller's older snapshot
+-- (maint_rotate_tables_step1's statement): the moved subscriptions
+-- missed, cursor_tick NULL, and step 1 switched out an event table a
+-- consumer had not read yet (docs/engine.md "Metadata rotation").
+-- Locks: ACCESS SHARE on the tick and subscription children.
+-- Called by: rotate_metadata, maint_rotate_tables_step1, status.
 CREATE OR REPLACE FUNCTION pgque.tick_need()
 RETURNS TABLE (queue_id int, cursor_tick bigint, min_tick bigint)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_id, c.cursor_tick,

@@ -7,14 +7,21 @@
 -- consumers the same from the latest tick. 0 means nothing committed is
 -- waiting. Dead letters are not pending (dlq_inspect lists them).
 -- An unknown queue name raises.
--- Locks: none. Called by: pgquectl status/uninstall, operators.
+-- VOLATILE (the form without arguments calls this one): the statement
+-- takes its snapshot after locking the tick and subscription children, so
+-- a subscription rotation it waited behind committed before it (STABLE, it
+-- read with the caller's older snapshot: the moved subscriptions missed,
+-- pending counted from the latest tick - the uninstall's check for unread
+-- events read 0; docs/engine.md "Metadata rotation").
+-- Locks: ACCESS SHARE on the tick and subscription children.
+-- Called by: pgquectl status/uninstall, operators.
 CREATE OR REPLACE FUNCTION pgque.get_queue_info(i_queue_name text)
 RETURNS TABLE (queue_name text, queue_ntables int, queue_cur_table int, queue_rotation_period interval,
                queue_switch_time timestamptz, queue_external_ticker boolean, queue_ticker_paused boolean,
                queue_ticker_max_count int, queue_ticker_max_lag interval, queue_ticker_idle_period interval,
                queue_tick_period_ms int, ticker_lag interval, ev_per_sec float8, ev_new bigint,
                last_tick_id bigint, last_tick_time timestamptz, pending_events bigint)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, q.queue_ntables, q.queue_cur_table, q.queue_rotation_period, q.queue_switch_time,

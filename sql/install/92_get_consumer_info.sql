@@ -3,12 +3,17 @@
 -- operation), cursor, open batch, and pending_events (unread_events at its
 -- cursor - an upper bound by event ids plus events committed after the tick
 -- that numbered them - plus its retries waiting in retry_queue).
--- Unknown queue raises. Locks: none.
+-- Unknown queue raises. VOLATILE (the shorter forms call this one): the
+-- statement takes its snapshot after locking the subscription and tick
+-- children, so a subscription rotation it waited behind committed before
+-- it (STABLE, it read with the caller's older snapshot and left the moved
+-- subscriptions out; docs/engine.md "Metadata rotation").
+-- Locks: ACCESS SHARE on the subscription and tick children.
 -- Called by: pgquectl status, operators.
 CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text, i_consumer_name text)
 RETURNS TABLE (queue_name text, consumer_name text, lag interval, last_seen interval, last_tick bigint,
                current_batch bigint, next_tick bigint, pending_events bigint)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, c.co_name, now() - t.tick_time, now() - greatest(s.sub_active, d.leased_at), s.sub_last_tick,

@@ -1,10 +1,15 @@
 -- pgque.get_batch_info(x_batch_id): an open batch's queue, consumer, tick
 -- bounds and times, lag, and event-sequence bounds. Unknown or finished
--- batch: no row. Locks: none. Called by: PgQ-style consumers, operators.
+-- batch: no row. VOLATILE: the statement takes its snapshot after locking
+-- the subscription and tick children, so a subscription rotation it waited
+-- behind committed before it (STABLE, an open batch whose row the rotation
+-- moved read as unknown; docs/engine.md "Metadata rotation").
+-- Locks: ACCESS SHARE on the subscription and tick children.
+-- Called by: PgQ-style consumers, operators.
 CREATE OR REPLACE FUNCTION pgque.get_batch_info(x_batch_id bigint)
 RETURNS TABLE (queue_name text, consumer_name text, batch_start timestamptz, batch_end timestamptz,
                prev_tick_id bigint, tick_id bigint, lag interval, seq_start bigint, seq_end bigint)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, c.co_name, p.tick_time, n.tick_time, s.sub_last_tick, s.sub_next_tick,

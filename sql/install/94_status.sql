@@ -6,10 +6,15 @@
 -- matched literally: 'pgque_<what>' then exactly cron_job_suffix(), so '_'
 -- or '%' in a database name are not wildcards.
 -- (pgquectl status is the full report.) Returns: (component, status, detail)
--- with status OK / WARN / CRIT / INFO. Locks: none. Called by: operators.
+-- with status OK / WARN / CRIT / INFO. VOLATILE: each statement takes its
+-- snapshot after locking the rotated tables it reads (subscription count,
+-- get_queue_info), never a caller's snapshot that predates a rotation it
+-- waited behind (docs/engine.md "Metadata rotation").
+-- Locks: ACCESS SHARE on the subscription and tick children.
+-- Called by: operators.
 CREATE OR REPLACE FUNCTION pgque.status()
 RETURNS TABLE (component text, status text, detail text)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE

@@ -15,11 +15,19 @@
 -- Returns: (partition_id, lease_until (live leases only), last_active).
 -- The probe runs in the queue's generated function
 -- pgque.group_pending_q<queue>_t<current table> (group_plans).
--- Locks: none. Called by: pop_any (wildcard pop), group_reseed.
+-- VOLATILE, as is the generated function: each statement (the latest tick,
+-- the probe) takes its snapshot after locking the rotated tables it reads
+-- (tick, group_cursor), so a rotation it waited behind committed before
+-- that snapshot and its moved rows are seen. STABLE, both read with the
+-- caller's snapshot, taken before the wait: a cursor moved by the rotation
+-- was missed - its live lease left out, the partition judged from the
+-- subscription (docs/broker.md "Rotation").
+-- Locks: ACCESS SHARE on the tick and group_cursor children.
+-- Called by: pop_any (wildcard pop), group_reseed.
 CREATE OR REPLACE FUNCTION pgque.group_pending(i_queue_id int, i_group_id int, i_after int, i_limit int,
                                                i_include_leased boolean)
 RETURNS TABLE (partition_id int, lease_until timestamptz, last_active timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE

@@ -5,7 +5,11 @@
 -- reseed floor. An unknown queue or group yields nothing. Stale in excess
 -- only: a listed partition may turn out empty, a pending one is never left
 -- out. Returns: (partition_id, partition_uuid, partition_name, lease_until).
--- Locks: none. Writes: nothing. Called by: the hot-list (reseed), tests.
+-- It reads the rotated tables only through group_pending, which is
+-- VOLATILE: those reads take their own snapshots after their locks
+-- (docs/broker.md "Rotation").
+-- Locks: as group_pending. Writes: nothing. Called by: the hot-list
+-- (reseed), tests.
 CREATE OR REPLACE FUNCTION pgque.group_reseed(i_queue text, i_group text, i_after int DEFAULT NULL, i_limit int DEFAULT 10000)
 RETURNS TABLE (partition_id int, partition_uuid uuid, partition_name text, lease_until timestamptz)
 LANGUAGE plpgsql STABLE SECURITY DEFINER

@@ -1,11 +1,19 @@
 -- pgque.group_lease_live(i_lease): whether lease id i_lease holds at least
 -- one live lease (a cursor leased by it whose expiry is still ahead). NULL
 -- is not live.
--- Returns: boolean. Locks: none. Writes: nothing.
+-- VOLATILE, not STABLE: its read of the rotated group_cursor then takes
+-- its own snapshot after its lock on the children, so a rotation it waited
+-- behind (rows moved to the next child, the old child TRUNCATEd) committed
+-- before that snapshot and the live lease is seen where it moved. STABLE,
+-- it read with the caller's statement snapshot, taken before the wait: the
+-- moved rows invisible, the old child empty - a live lease read as expired
+-- (docs/broker.md "Rotation").
+-- Returns: boolean. Locks: ACCESS SHARE on the group_cursor children.
+-- Writes: nothing.
 -- Called by: the broker (POST /api/v1/transaction, requiredLeases).
 CREATE OR REPLACE FUNCTION pgque.group_lease_live(i_lease uuid)
 RETURNS boolean
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT EXISTS (SELECT 1 FROM pgque.group_cursor gc

@@ -12,11 +12,16 @@
 -- Errors: unknown queue, or a named group that has not subscribed to the
 -- queue -> undefined_object.
 -- Returns: (partition_name, partition_uuid, retained, pending).
--- Locks: none. Writes: nothing. Called by: the broker
--- (GET /api/v1/status/queues/:queue), operators.
+-- VOLATILE: the count statement takes its snapshot after locking the
+-- group_cursor children, so a rotation it waited behind committed before
+-- it and the moved cursors are seen (STABLE, it read with the caller's
+-- older snapshot: every cursor missed, pending counted from the
+-- subscription; docs/broker.md "Rotation").
+-- Locks: ACCESS SHARE on the group_cursor children. Writes: nothing.
+-- Called by: the broker (GET /api/v1/status/queues/:queue), operators.
 CREATE OR REPLACE FUNCTION pgque.queue_depth(i_queue_name text, i_group text DEFAULT '__QUEUE_MODE__')
 RETURNS TABLE (partition_name text, partition_uuid uuid, retained bigint, pending bigint)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE

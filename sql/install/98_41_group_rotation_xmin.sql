@@ -5,11 +5,18 @@
 -- it). NULL when the queue has no groups. maint_rotate_tables_step1 keeps
 -- the old event table while this is at or below the previous switch.
 -- (ORDER BY ... LIMIT 1, not min(): min(xid8) only exists from PostgreSQL 15.)
--- Returns: xid8. Locks: none. Called by: group_rotation_pin,
--- group_cursor_info.
+-- VOLATILE: its statement takes its snapshot after locking the
+-- group_cursor children, so a cursor rotation it waited behind committed
+-- before it. STABLE, it read with the caller's older snapshot: every
+-- moved cursor missed, the result fell back to the subscriptions' xmin,
+-- which group_set_subscription may have moved past a cursor - and
+-- maint_rotate_tables_step1 then truncated an event table that cursor
+-- still reads (docs/broker.md "Rotation").
+-- Returns: xid8. Locks: ACCESS SHARE on the group_cursor children.
+-- Called by: group_rotation_pin.
 CREATE OR REPLACE FUNCTION pgque.group_rotation_xmin(i_queue_id int)
 RETURNS xid8
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT least(

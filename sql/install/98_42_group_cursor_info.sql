@@ -4,13 +4,17 @@
 -- start (oldest_xmin) and the partition holding it, and whether that cursor
 -- pins the queue's event-table rotation (pins_rotation: its xmin is at or
 -- below the last switch, so the next switch waits for it).
--- Returns: table. Locks: none. Called by: operators, status, the broker
--- (consumer-groups routes).
+-- VOLATILE: its statement takes its snapshot after locking the
+-- group_cursor children, so a rotation it waited behind committed before
+-- it (STABLE, it read with the caller's older snapshot and missed every
+-- moved cursor: 0 partitions, 0 leases; docs/broker.md "Rotation").
+-- Returns: table. Locks: ACCESS SHARE on the group_cursor children.
+-- Called by: operators, status, the broker (consumer-groups routes).
 CREATE OR REPLACE FUNCTION pgque.group_cursor_info(i_queue_name text DEFAULT NULL)
 RETURNS TABLE (queue_name text, group_name text, subscription_mode text, partitions bigint, leased bigint,
                dead_letters bigint, oldest_xmin xid8, oldest_partition text, pins_rotation boolean,
                last_active timestamptz)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT q.queue_name, g.grp_name, gs.gs_mode,

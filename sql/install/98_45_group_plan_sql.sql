@@ -257,7 +257,10 @@ BEGIN
     fn_kind := 'group_pending';
     fn_args := 'int, int, int, int, boolean, pg_snapshot';
     fn_result := 'TABLE (partition_id int, lease_until timestamptz, last_active timestamptz)';
-    fn_volatility := 'STABLE';
+    -- VOLATILE: the statement takes its snapshot after locking the
+    -- group_cursor children (a STABLE one reads with its caller's snapshot,
+    -- which may predate a rotation it waited behind: group_pending).
+    fn_volatility := 'VOLATILE';
     -- Candidates first, then the exact probe on them only. An event a
     -- cursor has not consumed is after its position and not visible in
     -- gc_lo, or not visible in gc_hi: so its ev_txid is at or above the

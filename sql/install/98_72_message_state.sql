@@ -7,12 +7,18 @@
 -- addressed to another group (ev_owner = -other) counts as passed.
 -- lease_until: the expiry of the group's live lease when its leased batch
 -- holds the event. Status reads only: not on the pop path.
+-- VOLATILE: its statement takes its snapshot after locking the rotated
+-- group_cursor children, so a rotation it waited behind committed before
+-- it (STABLE, it read with its caller's older snapshot and missed the
+-- moved cursor: a leased message read as pending; docs/broker.md
+-- "Rotation").
 -- Returns: (group_name, passed, lease_until), one row per subscribed group.
--- Locks: none. Writes: nothing. Called by: message_list, message_get.
+-- Locks: ACCESS SHARE on the group_cursor children. Writes: nothing.
+-- Called by: message_list, message_get.
 CREATE OR REPLACE FUNCTION pgque.message_state(i_queue_id int, i_part_id int, i_ev_id bigint, i_ev_txid xid8,
                                                i_ev_time timestamptz, i_ev_owner int)
 RETURNS TABLE (group_name text, passed boolean, lease_until timestamptz)
-LANGUAGE sql STABLE
+LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT g.grp_name,
