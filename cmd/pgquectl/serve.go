@@ -114,6 +114,9 @@ func runServe(cmd *cobra.Command, a *app) error {
 	if p := a.durationFlag("standby-tick-period"); p < time.Millisecond || p > time.Minute {
 		return usagef("--standby-tick-period must be between 1ms and 1m (got %s)", p)
 	}
+	if err := httpapi.CheckDefaultSubscriptionMode(a.v.GetString("default-subscription-mode")); err != nil {
+		return usagef("--default-subscription-mode: %v", err)
+	}
 	hot, err := hotlistOptions(a)
 	if err != nil {
 		return err

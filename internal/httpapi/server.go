@@ -131,7 +131,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	defMode, err := defaultMode(cfg.DefaultSubscriptionMode)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("httpapi: %w", err)
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])

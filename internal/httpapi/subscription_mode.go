@@ -34,7 +34,15 @@ func defaultMode(raw string) (string, error) {
 	case "new", "new-only", "new_only", "newonly":
 		return "new", nil
 	}
-	return "", fmt.Errorf("httpapi: default subscription mode %q: use all (or empty: from the oldest retained message) or new / new-only (from the latest message on)", raw)
+	return "", fmt.Errorf("default subscription mode %q: use all (or empty: from the oldest retained message) or new / new-only (from the latest message on)", raw)
+}
+
+// CheckDefaultSubscriptionMode reports whether mode is a valid
+// Config.DefaultSubscriptionMode (New refuses it otherwise), so a command
+// can reject a bad flag before it connects.
+func CheckDefaultSubscriptionMode(mode string) error {
+	_, err := defaultMode(mode)
+	return err
 }
 
 // requestMode is the engine's mode for a request's subscriptionMode value
