@@ -43,6 +43,13 @@ a reseed scan every --hotlist-reseed-interval catches whatever it missed.
 --hotlist=false asks PostgreSQL for candidates on every pop (the SQL scan).
 The --hotlist-* knobs and the log line: docs/broker.md ("The hot-list").
 
+Consumer groups start where Queen's do: a group whose first pop names no
+subscriptionMode reads every retained message; subscriptionMode=new (or
+new-only) starts at the latest message, any other value reads everything.
+--default-subscription-mode new (env PGQUE_DEFAULT_SUBSCRIPTION_MODE, like
+Queen's DEFAULT_SUBSCRIPTION_MODE) makes groups that name no mode start at
+the latest message instead.
+
 Auth is off by default. With --auth-secret (or PGQUE_AUTH_SECRET) every /api
 route needs "Authorization: Bearer <JWT>" signed HS256 with that secret; the
 claim "role" (or "roles") is read-only, write-only, read-write or admin, and
@@ -83,6 +90,7 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 	f.Int32("pool-size", 20, "database connections at most (a waiting pop holds none)")
 	f.Duration("long-poll-max", httpapi.DefaultLongPollMax, "cap on a pop's wait timeout")
 	f.Duration("drain-timeout", httpapi.DefaultDrain, "on SIGTERM, how long requests in flight may take to finish")
+	f.String("default-subscription-mode", "", "where a consumer group whose first pop names no subscriptionMode starts: all (or empty) from the oldest retained message, new (or new-only) from the latest message on (env PGQUE_DEFAULT_SUBSCRIPTION_MODE)")
 	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
 	f.Int("push-concurrency", broker.DefaultPushConcurrency, "pgque.push calls run at once; pushes arriving meanwhile go out together in the next call (one commit); default: the number of CPUs, between 2 and 4 (more calls than cores combine fewer pushes for more CPU)")
 	f.Bool("no-auto-tick", false, "do not tick a queue after a push (leave ticking to pg_cron or the ticker daemon)")
@@ -105,6 +113,9 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	if p := a.durationFlag("standby-tick-period"); p < time.Millisecond || p > time.Minute {
 		return usagef("--standby-tick-period must be between 1ms and 1m (got %s)", p)
+	}
+	if err := httpapi.CheckDefaultSubscriptionMode(a.v.GetString("default-subscription-mode")); err != nil {
+		return usagef("--default-subscription-mode: %v", err)
 	}
 	hot, err := hotlistOptions(a)
 	if err != nil {
@@ -132,6 +143,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 		AuthSecret: []byte(a.v.GetString("auth-secret")), TenantHeader: a.v.GetString("tenant-header"),
 		NoAutoTick: a.v.GetBool("no-auto-tick"), PushConcurrency: a.v.GetInt("push-concurrency"), Logger: a.log,
 		HotList: a.v.GetBool("hotlist"), HotListOptions: hot,
+		DefaultSubscriptionMode: a.v.GetString("default-subscription-mode"),
 	})
 	if err != nil {
 		return err

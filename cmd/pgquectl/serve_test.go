@@ -33,6 +33,23 @@ func TestServeHelpTeaches(t *testing.T) {
 	}
 }
 
+// --default-subscription-mode (Queen's DEFAULT_SUBSCRIPTION_MODE): --help
+// explains it; a misspelt value, from the flag or the environment, is a
+// usage error before anything connects.
+func TestServeDefaultSubscriptionMode(t *testing.T) {
+	out, _, code := runMain(t, "serve", "--help")
+	if code != 0 || !strings.Contains(out, "--default-subscription-mode") || !strings.Contains(out, "PGQUE_DEFAULT_SUBSCRIPTION_MODE") {
+		t.Errorf("serve --help (exit %d) does not explain --default-subscription-mode", code)
+	}
+	if _, stderr, code := runMain(t, "serve", "--default-subscription-mode", "sometimes"); code != exitUsage || !strings.Contains(stderr, "--default-subscription-mode") {
+		t.Errorf("--default-subscription-mode sometimes: exit %d %q", code, stderr)
+	}
+	t.Setenv("PGQUE_DEFAULT_SUBSCRIPTION_MODE", "newest")
+	if _, stderr, code := runMain(t, "serve"); code != exitUsage || !strings.Contains(stderr, `"newest"`) {
+		t.Errorf("PGQUE_DEFAULT_SUBSCRIPTION_MODE=newest: exit %d %q", code, stderr)
+	}
+}
+
 func TestWithPoolSize(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

@@ -20,9 +20,11 @@ func TestGroupsFanOutAndSubscriptionModes(t *testing.T) {
 	// "all" and queue mode see the backlog; "new" starts at the tail.
 	all := e.pop(broker.Pop{Queue: "q", Group: "g-all", Batch: 10, SubscriptionMode: "all", AutoAck: true}, "p")
 	qm := e.pop(broker.Pop{Queue: "q", Batch: 10, SubscriptionMode: "new", AutoAck: true}, "p")
-	nw := e.pop(broker.Pop{Queue: "q", Group: "g-new", Batch: 10, AutoAck: true}, "p")
-	if len(all.Messages) != 3 || len(qm.Messages) != 3 || len(nw.Messages) != 0 {
-		t.Fatalf("all %d, queue mode %d, new %d messages", len(all.Messages), len(qm.Messages), len(nw.Messages))
+	nw := e.pop(broker.Pop{Queue: "q", Group: "g-new", Batch: 10, SubscriptionMode: "new", AutoAck: true}, "p")
+	// No mode is "all" (Queen's default).
+	def := e.pop(broker.Pop{Queue: "q", Group: "g-default", Batch: 10, AutoAck: true}, "p")
+	if len(all.Messages) != 3 || len(qm.Messages) != 3 || len(nw.Messages) != 0 || len(def.Messages) != 3 {
+		t.Fatalf("all %d, queue mode %d, new %d, no mode %d messages", len(all.Messages), len(qm.Messages), len(nw.Messages), len(def.Messages))
 	}
 	// A time in the future skips everything so far; first contact decides.
 	from := time.Now().Add(time.Hour)

@@ -31,9 +31,10 @@ type Pop struct {
 	// LeaseSeconds 0 = the queue's leaseTime.
 	LeaseSeconds int
 	AutoAck      bool
-	// SubscriptionMode "new" (default) or "all"; SubscriptionFrom, when
-	// set, starts a new group at that time. Only a group's first contact
-	// with the queue uses them.
+	// SubscriptionMode "all" (the default, "": from the oldest retained
+	// message) or "new" (from the queue's latest tick); SubscriptionFrom,
+	// when set, starts a new group at that time. Only a group's first
+	// contact with the queue uses them.
 	SubscriptionMode string
 	SubscriptionFrom *time.Time
 }
@@ -85,11 +86,7 @@ func (p Pop) args(parts any) []any {
 		l := p.LeaseSeconds
 		lease = &l
 	}
-	mode := p.SubscriptionMode
-	if mode == "" {
-		mode = "new"
-	}
-	return []any{p.Queue, group, parts, p.Batch, maxParts, lease, p.AutoAck, mode, p.SubscriptionFrom}
+	return []any{p.Queue, group, parts, p.Batch, maxParts, lease, p.AutoAck, p.SubscriptionMode, p.SubscriptionFrom}
 }
 
 const popCols = `partition_id, partition_uuid::text, partition_name, verdict, drained, until, lease_id::text,

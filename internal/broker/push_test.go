@@ -96,7 +96,7 @@ func TestPushBadInputChangesNothing(t *testing.T) {
 		"10 kB partition name": {{Queue: "keep", Payload: payload(1)}, {Queue: "keep", Partition: strings.Repeat("x", 10240), Payload: payload(2)}},
 		"missing payload":      {{Queue: "keep", Payload: payload(1)}, {Queue: "new1"}},
 		"missing queue":        {{Queue: "", Payload: payload(1)}},
-		"queue name too long":  {{Queue: "keep", Payload: payload(1)}, {Queue: strings.Repeat("q", 58), Payload: payload(1)}},
+		"queue name too long":  {{Queue: "keep", Payload: payload(1)}, {Queue: strings.Repeat("q", 323), Payload: payload(1)}},
 		"control character":    {{Queue: "keep", Partition: "a\nb", Payload: payload(1)}},
 		"bad JSON payload":     {{Queue: "keep", Payload: []byte("{nope")}},
 		"long transaction id":  {{Queue: "keep", Payload: payload(1), TransactionID: strings.Repeat("t", 513)}},

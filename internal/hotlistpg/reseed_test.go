@@ -47,7 +47,7 @@ func TestReseedFindsWorkWithoutCursor(t *testing.T) {
 	}
 	tick()
 	// Subscribe g ("new": the set-up messages are not its).
-	if _, err := broker.PopList(ctx, c, broker.Pop{Queue: "q", Group: "g", Batch: 1}, []int32{}); err != nil {
+	if _, err := broker.PopList(ctx, c, broker.Pop{Queue: "q", Group: "g", Batch: 1, SubscriptionMode: "new"}, []int32{}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := broker.Reseed(ctx, c, "q", "g", -1, 100)

@@ -323,8 +323,10 @@ type subscriptionRequest struct {
 }
 
 // groupSubscription changes where the group's subscriptions start on the
-// caller's queues: {"subscriptionTimestamp"} (ISO-8601) or
-// {"subscriptionMode":"new"|"all"}. Existing cursors keep their position.
+// caller's queues: {"subscriptionTimestamp"} (ISO-8601, Queen's body) or
+// {"subscriptionMode"} with a pop's values and meaning (new / new-only: at
+// the latest message, anything else: all; "": the server's default).
+// Existing cursors keep their position.
 func (s *Server) groupSubscription(w http.ResponseWriter, r *http.Request) error {
 	var req subscriptionRequest
 	if err := decodeBody(r, &req, false); err != nil {
@@ -342,10 +344,7 @@ func (s *Server) groupSubscription(w http.ResponseWriter, r *http.Request) error
 		}
 		at = t
 	case req.SubscriptionMode != nil:
-		if *req.SubscriptionMode != "new" && *req.SubscriptionMode != "all" {
-			return badRequest("subscriptionMode must be new or all")
-		}
-		mode = *req.SubscriptionMode
+		mode = s.requestMode(*req.SubscriptionMode)
 	default:
 		return badRequest("subscriptionTimestamp is required")
 	}

@@ -123,7 +123,7 @@ func TestPopQueryValidation(t *testing.T) {
 	b := e.start(httpapi.Config{})
 	b.push(item("q", "", 1, ""))
 	for _, q := range []string{"batch=x", "batch=0", "batch=-1", "partitions=a", "autoAck=maybe", "wait=yes please",
-		"timeout=1.5", "leaseSeconds=-3", "subscriptionMode=old", "subscriptionFrom=yesterday"} {
+		"timeout=1.5", "leaseSeconds=-3", "subscriptionFrom=yesterday"} {
 		code, out, _ := b.do("GET", "/api/v1/pop/queue/q?"+q, nil)
 		if code != 400 {
 			t.Errorf("pop ?%s: %d %s, want 400", q, code, out)

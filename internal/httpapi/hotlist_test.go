@@ -60,7 +60,7 @@ func hotListEndToEnd(t *testing.T, e *env, on bool) {
 	b.push(items...)
 	groups := []string{"g1", "g2", "g3"}
 	for _, g := range groups { // subscribe: "new" skips the set-up messages
-		if p := b.pop("/api/v1/pop/queue/" + queue + "?consumerGroup=" + g); p != nil {
+		if p := b.pop("/api/v1/pop/queue/" + queue + "?subscriptionMode=new&consumerGroup=" + g); p != nil {
 			t.Fatalf("group %s got set-up messages: %d", g, len(p.Messages))
 		}
 	}

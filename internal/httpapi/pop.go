@@ -68,12 +68,7 @@ func (s *Server) parsePop(r *http.Request) (popQuery, error) {
 	q.timeout = min(time.Duration(ms)*time.Millisecond, s.cfg.LongPollMax)
 	qs := r.URL.Query()
 	q.pop.Group = qs.Get("consumerGroup")
-	switch m := qs.Get("subscriptionMode"); m {
-	case "", "new", "all":
-		q.pop.SubscriptionMode = m
-	default:
-		return q, badRequest("subscriptionMode must be new or all")
-	}
+	q.pop.SubscriptionMode = s.requestMode(qs.Get("subscriptionMode"))
 	switch from := qs.Get("subscriptionFrom"); from {
 	case "":
 	case "now":

@@ -129,6 +129,9 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 		}
 		if err == nil {
+			err = checkTenant(tenant)
+		}
+		if err == nil {
 			r = r.WithContext(context.WithValue(r.Context(), tenantKey, tenant))
 			err = rt.handle(s, w, r)
 		}

@@ -77,7 +77,12 @@ type Config struct {
 	// once; pushes arriving while they run are combined into the next
 	// call (broker.Combiner). 0 = broker.DefaultPushConcurrency.
 	PushConcurrency int
-	Logger          *slog.Logger
+	// DefaultSubscriptionMode is where a consumer group whose first pop
+	// names no subscriptionMode starts (Queen's DEFAULT_SUBSCRIPTION_MODE):
+	// "" or "all" from the oldest retained message, "new" (or "new-only")
+	// from the latest message on. Other values make New fail.
+	DefaultSubscriptionMode string
+	Logger                  *slog.Logger
 }
 
 // Server is the broker service: New, then Start / Stop (or Handler for an
@@ -95,6 +100,7 @@ type Server struct {
 	origin  string
 	started time.Time
 	handler http.Handler
+	defMode string // the engine's mode for requests naming none ("all" / "new")
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -126,10 +132,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	defMode, err := defaultMode(cfg.DefaultSubscriptionMode)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "broker"), pool: cfg.Pool, gates: wake.New(),
-		cands: cfg.Candidates, origin: hex.EncodeToString(id[:]), started: time.Now(), stopping: make(chan struct{})}
+		cands: cfg.Candidates, origin: hex.EncodeToString(id[:]), started: time.Now(), stopping: make(chan struct{}),
+		defMode: defMode}
 	if s.cands == nil && cfg.HotList {
 		o := cfg.HotListOptions
 		if o.Logger == nil {

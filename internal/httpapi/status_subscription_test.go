@@ -75,7 +75,7 @@ func TestGroupSubscriptionRoute(t *testing.T) {
 	e := setup(t)
 	b := e.start(httpapi.Config{})
 	b.push(item("q", "a", map[string]int{"n": 1}, ""))
-	if p := b.pop("/api/v1/pop/queue/q/partition/a?autoAck=true&consumerGroup=g"); p != nil {
+	if p := b.pop("/api/v1/pop/queue/q/partition/a?autoAck=true&consumerGroup=g&subscriptionMode=new"); p != nil {
 		t.Fatalf("mode new got the backlog: %+v", p)
 	}
 	b.push(item("q", "b", map[string]int{"n": 2}, ""))
@@ -94,7 +94,6 @@ func TestGroupSubscriptionRoute(t *testing.T) {
 	}{
 		{"g", `{}`, 400},
 		{"g", `{"subscriptionTimestamp":"yesterday"}`, 400},
-		{"g", `{"subscriptionMode":"sometimes"}`, 400},
 		{"g", `{"subscriptionMode":"all","subscriptionTimestamp":"2026-01-01T00:00:00Z"}`, 400},
 		{"g", `{"subscriptionTimestamp":1}`, 400},
 		{"g", `not json`, 400},

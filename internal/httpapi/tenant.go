@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -14,10 +15,30 @@ import (
 // Client names and tenants may not contain U+241F.
 const tenantSep = "\u241f"
 
+// Name limits: a client's queue name is at most MaxQueueNameBytes (Queen's
+// VARCHAR(255)), a tenant at most MaxTenantBytes, so a stored name
+// (tenant + U+241F + name) fits the engine's 322 bytes (pgque.queue).
+const (
+	MaxQueueNameBytes = 255
+	MaxTenantBytes    = 64
+)
+
+// checkTenant refuses a tenant (token claim or tenant header) over
+// MaxTenantBytes.
+func checkTenant(t string) error {
+	if len(t) > MaxTenantBytes {
+		return badRequest(fmt.Sprintf("the tenant is %d bytes; the limit is %d", len(t), MaxTenantBytes))
+	}
+	return nil
+}
+
 // storeName is the stored queue name of a client's queue name.
 func storeName(r *http.Request, queue string) (string, error) {
 	if strings.Contains(queue, tenantSep) {
 		return "", badRequest("queue name must not contain U+241F")
+	}
+	if len(queue) > MaxQueueNameBytes {
+		return "", badRequest(fmt.Sprintf("queue name is %d bytes; the limit is %d", len(queue), MaxQueueNameBytes))
 	}
 	t := tenantOf(r)
 	if t == "" || queue == "" {

@@ -66,8 +66,22 @@ CREATE TABLE IF NOT EXISTS pgque.queue (
     queue_event_seq          regclass,
     queue_tick_seq           regclass,
     queue_created            timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT queue_name_length CHECK (octet_length(queue_name) BETWEEN 1 AND 57)
+    -- 322 = a broker tenant (64) + U+241F (3) + a client name (255); the
+    -- PgQue API (create_queue) keeps its own 57-byte limit.
+    CONSTRAINT queue_name_bytes CHECK (octet_length(queue_name) BETWEEN 1 AND 322)
 );
+-- Upgrade from the 57-byte limit (constraint queue_name_length): only when
+-- it is there, so a re-run takes no lock on pgque.queue.
+DO $queue_name$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_catalog.pg_constraint
+                WHERE conrelid OPERATOR(pg_catalog.=) 'pgque.queue'::pg_catalog.regclass
+                  AND conname OPERATOR(pg_catalog.=) 'queue_name_length') THEN
+        ALTER TABLE pgque.queue DROP CONSTRAINT queue_name_length,
+            ADD CONSTRAINT queue_name_bytes CHECK (pg_catalog.octet_length(queue_name) BETWEEN 1 AND 322);
+    END IF;
+END
+$queue_name$;
 
 -- Consumer names (shared by all queues).
 CREATE TABLE IF NOT EXISTS pgque.consumer (

@@ -8,7 +8,7 @@
 -- tick (rotate_metadata truncates a child only when no reader needs its
 -- ticks, and moves the ones still needed).
 -- Locks: none. Writes: nothing (a session setting).
--- Called by: the ticker (tick_prepare), create_queue, rotate_metadata.
+-- Called by: the ticker (tick_prepare), broker_create_queue, rotate_metadata.
 CREATE OR REPLACE FUNCTION pgque.tick_gen(i_at timestamptz)
 RETURNS smallint
 LANGUAGE plpgsql STABLE SECURITY DEFINER

@@ -5,10 +5,11 @@
 -- i_last_tick_id appeared meanwhile (another ticker won). Records the event
 -- sequence's position i_event_seq (tick_event_seq), the snapshot
 -- (tick_snapshot) and the producers still in flight (tick_wait,
--- tick_wait_probe), clears a forced tick, and NOTIFYs pgque_<queue> when the
--- tick carries new event ids or the previous tick waited for producers in
--- flight (this one may carry their events), and the notify queue is not
--- backed up (a stalled listener must not fill it).
+-- tick_wait_probe), clears a forced tick, and NOTIFYs the queue's channel
+-- (pgque.queue_channel: pgque_<queue> up to 57 bytes) when the tick carries
+-- new event ids or the previous tick waited for producers in flight (this
+-- one may carry their events), and the notify queue is not backed up (a
+-- stalled listener must not fill it).
 --
 -- Visibility (docs/engine.md, "Visibility and re-ticks"): an event id can be
 -- counted by a tick (ev_id <= tick_event_seq) while its transaction is not
@@ -39,7 +40,7 @@
 -- Returns: the pgque.tick row to insert, or NULL (all columns NULL).
 -- Locks: advisory (1885827446, queue_id), non-blocking; ROW EXCLUSIVE on
 -- pgque.tick and pgque.tick_<gen>, waited for (the caller's lock_timeout).
--- Writes: queue (only to clear a forced tick); NOTIFY pgque_<queue>.
+-- Writes: queue (only to clear a forced tick); NOTIFY pgque.queue_channel(name).
 -- Called by: tick_queue, ticker_plan.
 CREATE OR REPLACE FUNCTION pgque.tick_prepare(i_queue_id int, i_last_tick_id bigint, i_event_seq bigint,
                                               i_probe boolean, i_own_inserted boolean, i_xids bigint[])
@@ -113,7 +114,7 @@ BEGIN
     IF (v_seq > coalesce(v_last.tick_event_seq, 0) OR v_last.left_behind)
        AND pg_notification_queue_usage() <= coalesce(pgque.get_setting('notify_max_queue_usage')::float8, 0.001)
     THEN
-        PERFORM pg_notify('pgque_' || v_queue.queue_name, v_row.tick_id::text);
+        PERFORM pg_notify(pgque.queue_channel(v_queue.queue_name), v_row.tick_id::text);
     END IF;
     RETURN v_row;
 END;

@@ -35,7 +35,7 @@
 -- Locks: advisory (1885827449, key) per (queue, partition) that has items
 -- with a transactionId, in key order (serializes dedup checks; queue by
 -- queue in name order), as
--- intern_partitions for new partitions, create_queue for new queues.
+-- intern_partitions for new partitions, broker_create_queue for new queues.
 -- Writes: event_<q>_<cur> (insert), dedup (insert), partition, queue.
 -- Called by: the broker (POST /api/v1/push, transactions).
 CREATE OR REPLACE FUNCTION pgque.push(i_queues text[], i_partitions text[], i_payloads jsonb[], i_transaction_ids text[])
@@ -119,7 +119,7 @@ BEGIN
     FOR v_qname IN SELECT DISTINCT q FROM unnest(i_queues) q ORDER BY 1 LOOP
         SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_name = v_qname;
         IF NOT FOUND THEN
-            PERFORM pgque.create_queue(v_qname);
+            PERFORM pgque.broker_create_queue(v_qname);
             SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_name = v_qname;
         END IF;
         -- The queue's items (input positions, partition ids - NULL when not

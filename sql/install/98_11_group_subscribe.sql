@@ -1,10 +1,11 @@
 -- pgque.group_subscribe(i_queue_id, i_group, i_mode, i_from): the group's id
 -- (the name interned in broker_group), subscribing the group to the queue on
 -- first contact; later calls change nothing (the first contact decides).
--- Modes: 'new' (default) starts at the queue's latest tick (what is
--- committed after it is delivered), 'all' at the oldest retained event,
--- i_from set: events created at or after i_from. The queue-mode group
--- __QUEUE_MODE__ is always 'all': it never skips the backlog.
+-- Modes (Queen's): 'all' (the default: NULL or '') starts at the oldest
+-- retained event; 'new' (or its alias 'new-only') at the queue's latest tick
+-- (what is committed after it is delivered); i_from set: events created at
+-- or after i_from. The queue-mode group __QUEUE_MODE__ is always 'all': it
+-- never skips the backlog.
 -- Group names: 1..255 bytes, no control characters; bad names or modes raise
 -- invalid_parameter_value. Returns: grp_id. Locks: none beyond the inserts.
 -- Writes: broker_group, group_subscription (first contact only).
@@ -16,7 +17,7 @@ SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_id   int;
-    v_mode text := coalesce(nullif(i_mode, ''), 'new');
+    v_mode text := CASE coalesce(i_mode, '') WHEN '' THEN 'all' WHEN 'new-only' THEN 'new' ELSE i_mode END;
     v_lo   pg_snapshot;
 BEGIN
     IF i_group IS NULL OR i_group = '' OR octet_length(i_group) > 255 OR i_group ~ '[[:cntrl:]]' THEN
@@ -24,7 +25,7 @@ BEGIN
             coalesce('"' || left(i_group, 64) || '"', 'NULL') USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF v_mode NOT IN ('new', 'all') THEN
-        RAISE EXCEPTION 'pgque: invalid subscription mode "%": new or all (or a from timestamp)', v_mode
+        RAISE EXCEPTION 'pgque: invalid subscription mode "%": all, new or new-only (or a from timestamp)', v_mode
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT grp_id INTO v_id FROM pgque.broker_group WHERE grp_name = i_group;

@@ -11,7 +11,7 @@
 -- delayedProcessing D: only events created at least D ago are taken (a
 -- prefix: an unripe event stops the batch). windowBuffer W: a partition
 -- whose newest pending event is younger than W is not taken.
--- The group is subscribed (i_mode 'new' / 'all', i_from: from a time) and
+-- The group is subscribed (i_mode 'all' (NULL) / 'new', i_from: from a time) and
 -- missing cursors seeded on first contact (group_subscribe; group_seed, by
 -- the generated function, only when a candidate lacks its cursor).
 -- i_lease_seconds NULL: the queue's leaseTime (default 300).
@@ -32,7 +32,7 @@
 -- Called by: the broker (pop), pop_any, pop_partition, the hot-list.
 CREATE OR REPLACE FUNCTION pgque.pop_list(i_queue text, i_group text, i_partitions int[], i_batch int,
                                           i_max_partitions int DEFAULT 1, i_lease_seconds int DEFAULT NULL,
-                                          i_auto_ack boolean DEFAULT false, i_mode text DEFAULT 'new',
+                                          i_auto_ack boolean DEFAULT false, i_mode text DEFAULT NULL,
                                           i_from timestamptz DEFAULT NULL)
 RETURNS TABLE (partition_id int, partition_uuid uuid, partition_name text, verdict text, drained boolean,
                until timestamptz, lease_id uuid, message_id uuid, transaction_id text, payload text,

@@ -7,7 +7,7 @@
 -- Called by: the broker (GET /api/v1/pop?namespace=&task=).
 CREATE OR REPLACE FUNCTION pgque.pop_by_label(i_namespace text, i_task text, i_group text, i_batch int,
                                               i_max_partitions int DEFAULT 1, i_lease_seconds int DEFAULT NULL,
-                                              i_auto_ack boolean DEFAULT false, i_mode text DEFAULT 'new',
+                                              i_auto_ack boolean DEFAULT false, i_mode text DEFAULT NULL,
                                               i_from timestamptz DEFAULT NULL)
 RETURNS TABLE (queue_name text, partition_id int, partition_uuid uuid, partition_name text, verdict text,
                drained boolean, until timestamptz, lease_id uuid, message_id uuid, transaction_id text,

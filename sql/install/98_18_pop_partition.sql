@@ -7,7 +7,7 @@
 -- (GET /api/v1/pop/queue/:queue/partition/:partition).
 CREATE OR REPLACE FUNCTION pgque.pop_partition(i_queue text, i_partition text, i_group text, i_batch int,
                                                i_max_partitions int DEFAULT 1, i_lease_seconds int DEFAULT NULL,
-                                               i_auto_ack boolean DEFAULT false, i_mode text DEFAULT 'new',
+                                               i_auto_ack boolean DEFAULT false, i_mode text DEFAULT NULL,
                                                i_from timestamptz DEFAULT NULL)
 RETURNS TABLE (partition_id int, partition_uuid uuid, partition_name text, verdict text, drained boolean,
                until timestamptz, lease_id uuid, message_id uuid, transaction_id text, payload text,

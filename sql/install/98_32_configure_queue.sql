@@ -11,7 +11,7 @@
 -- wrong type raises invalid_parameter_value and changes nothing.
 -- Returns: (queue_id, queue_name, namespace, task, options (broker_options)).
 -- Locks: the queue's tick lock (as set_queue_config), its row.
--- Writes: queue (and what create_queue writes). Called by: the broker
+-- Writes: queue (and what broker_create_queue writes). Called by: the broker
 -- (POST /api/v1/configure).
 CREATE OR REPLACE FUNCTION pgque.configure_queue(i_queue text, i_namespace text, i_task text, i_options jsonb)
 RETURNS TABLE (queue_id int, queue_name text, namespace text, task text, options jsonb)
@@ -39,7 +39,7 @@ BEGIN
         RAISE EXCEPTION 'pgque: namespace and task are at most 255 bytes without control characters'
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM pgque.create_queue(i_queue);
+    PERFORM pgque.broker_create_queue(i_queue);
     v_queue := pgque.find_queue(i_queue);
     PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
     SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_id = v_queue.queue_id FOR UPDATE;

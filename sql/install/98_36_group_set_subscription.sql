@@ -1,9 +1,9 @@
 -- pgque.group_set_subscription(i_group, i_queue_prefix, i_mode, i_from):
 -- change where consumer group i_group's subscriptions start, on every queue
 -- it has subscribed to whose name starts with i_queue_prefix (NULL or '':
--- every queue): mode 'new' -> at each queue's latest tick, 'all' -> at the
--- oldest retained event, i_from set (mode NULL or 'from') -> at the events
--- created at or after i_from. It decides where the cursors of partitions
+-- every queue): mode 'new' (alias 'new-only') -> at each queue's latest
+-- tick, 'all' -> at the oldest retained event, i_from set (mode NULL or
+-- 'from') -> at the events created at or after i_from. It decides where the cursors of partitions
 -- the group reaches later start; cursors the group already has keep their
 -- position (group_seek moves those). __QUEUE_MODE__ stays 'all' (queue
 -- mode never skips the backlog): changing it is an error.
@@ -20,11 +20,12 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
-    v_mode text := coalesce(nullif(i_mode, ''), CASE WHEN i_from IS NULL THEN NULL ELSE 'from' END);
+    v_mode text := CASE coalesce(i_mode, '') WHEN '' THEN CASE WHEN i_from IS NULL THEN NULL ELSE 'from' END
+                                             WHEN 'new-only' THEN 'new' ELSE i_mode END;
     v_n    int;
 BEGIN
     IF v_mode IS NULL OR v_mode NOT IN ('new', 'all', 'from') OR (v_mode = 'from') <> (i_from IS NOT NULL) THEN
-        RAISE EXCEPTION 'pgque: invalid subscription: mode "%" with timestamp %: give new, all, or a timestamp',
+        RAISE EXCEPTION 'pgque: invalid subscription: mode "%" with timestamp %: give all, new (new-only), or a timestamp',
             coalesce(left(i_mode, 64), 'NULL'), coalesce(i_from::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;

@@ -37,7 +37,7 @@
 -- tables no longer generated).
 -- Returns: the number of functions created. Locks: none besides the
 -- catalog's (CREATE / DROP FUNCTION). Writes: pg_proc (creates, replaces,
--- drops functions). Called by: create_queue, drop_queue, the install (below:
+-- drops functions). Called by: broker_create_queue, drop_queue, the install (below:
 -- every existing queue).
 CREATE OR REPLACE FUNCTION pgque.group_plans(i_queue_id int, i_create boolean DEFAULT true)
 RETURNS int

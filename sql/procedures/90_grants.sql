@@ -11,7 +11,8 @@ GRANT EXECUTE ON FUNCTION
     pgque.get_queue_info(), pgque.get_queue_info(text),
     pgque.get_consumer_info(), pgque.get_consumer_info(text), pgque.get_consumer_info(text, text),
     pgque.get_batch_info(bigint),
-    pgque.status(), pgque.meta_rotation_ms(), pgque.cron_job_suffix(), pgque.cron_job_names()
+    pgque.status(), pgque.meta_rotation_ms(), pgque.cron_job_suffix(), pgque.cron_job_names(),
+    pgque.queue_channel(text)
 TO pgque_reader, pgque_writer;
 
 -- Producers.
