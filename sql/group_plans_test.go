@@ -80,7 +80,7 @@ func TestGroupPlansLifecycle(t *testing.T) {
 	reader := newRole(t, e.conn, "plr", "IN ROLE pgque_reader")
 	rd := withUser(t, e.dsn, reader)
 	_, err := rd.Exec(ctxT(t), fmt.Sprintf(`SELECT * FROM pgque.pop_list_q%d_t0(%d, 1, ARRAY[0], 10, 1, true, 1, pg_current_snapshot(),
-	    interval '0', interval '0', gen_random_uuid(), interval '1 minute')`, id, id))
+	    interval '0', interval '0', gen_random_uuid(), interval '1 minute', NULL::timestamptz)`, id, id))
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
 		t.Errorf("reader calling a generated function directly: %v, want permission denied (42501)", err)

@@ -58,50 +58,6 @@ func (s *Server) leaseExtend(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-type configureRequest struct {
-	Queue     *string         `json:"queue"`
-	Namespace *string         `json:"namespace"`
-	Task      *string         `json:"task"`
-	Options   json.RawMessage `json:"options"`
-}
-
-func (s *Server) configure(w http.ResponseWriter, r *http.Request) error {
-	var req configureRequest
-	if err := decodeBody(r, &req, false); err != nil {
-		return err
-	}
-	if req.Queue == nil || *req.Queue == "" {
-		return badRequest("queue is required")
-	}
-	q, err := storeName(r, *req.Queue)
-	if err != nil {
-		return err
-	}
-	tenant := tenantOf(r)
-	var ns, task *string
-	if req.Namespace != nil {
-		v := labelFor(tenant, *req.Namespace)
-		ns = &v
-	}
-	if req.Task != nil {
-		v := labelFor(tenant, *req.Task)
-		task = &v
-	}
-	if string(req.Options) == "null" {
-		req.Options = nil
-	}
-	ctx, cancel := dbCtx(r)
-	defer cancel()
-	c, err := broker.Configure(ctx, s.pool, q, ns, task, req.Options)
-	if err != nil {
-		return err
-	}
-	s.cands.Note(broker.Event{Kind: broker.EventConfigured, Queue: q})
-	writeJSON(w, http.StatusOK, map[string]any{"configured": true, "queueId": c.QueueID, "queue": *req.Queue,
-		"namespace": unlabel(tenant, c.Namespace), "task": unlabel(tenant, c.Task), "options": c.Options})
-	return nil
-}
-
 // unlabel strips the tenant scope of a label ("" → null).
 func unlabel(tenant, label string) any {
 	if label == "" {
@@ -138,34 +94,6 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
-	return nil
-}
-
-// oneQueue loads the path's queue (404 when it does not exist).
-func (s *Server) oneQueue(r *http.Request) (broker.QueueInfo, error) {
-	q, err := storeName(r, r.PathValue("queue"))
-	if err != nil {
-		return broker.QueueInfo{}, err
-	}
-	ctx, cancel := dbCtx(r)
-	defer cancel()
-	qs, err := broker.Queues(ctx, s.pool, q)
-	if err != nil {
-		return broker.QueueInfo{}, err
-	}
-	if len(qs) == 0 {
-		return broker.QueueInfo{}, &apiError{status: http.StatusNotFound, msg: "queue not found"}
-	}
-	return qs[0], nil
-}
-
-func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) error {
-	q, err := s.oneQueue(r)
-	if err != nil {
-		return err
-	}
-	j, _ := queueJSON(r, q)
-	writeJSON(w, http.StatusOK, j)
 	return nil
 }
 

@@ -1,5 +1,6 @@
 -- pgque.maint_rotate_tables_step1(i_queue_name): switch the queue's inserts
--- to its next event table once rotation_period has passed, the previous
+-- to its next event table once rotation_period has passed (at least
+-- completedRetentionSeconds with retentionEnabled: queue_min_rotation), the previous
 -- switch is confirmed (step 2) and no consumer can still need that table
 -- (the slowest cursor's tick - classic consumers - and the oldest consumer
 -- group range (group_rotation_pin) have an xmin above the previous step 2 txid).
@@ -19,7 +20,8 @@ DECLARE
 BEGIN
     -- Cheap checks first: most calls find nothing due and write nothing.
     IF v_queue.queue_switch_step2 IS NULL
-       OR now() - v_queue.queue_switch_time < v_queue.queue_rotation_period THEN
+       OR now() - v_queue.queue_switch_time < greatest(v_queue.queue_rotation_period,
+                                                       pgque.queue_min_rotation(v_queue.queue_options)) THEN
         RETURN 0;
     END IF;
     IF NOT pg_try_advisory_xact_lock(1885827446, v_queue.queue_id) THEN
@@ -27,7 +29,8 @@ BEGIN
     END IF;
     SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = v_queue.queue_id FOR UPDATE;
     IF v_queue.queue_switch_step2 IS NULL
-       OR now() - v_queue.queue_switch_time < v_queue.queue_rotation_period THEN
+       OR now() - v_queue.queue_switch_time < greatest(v_queue.queue_rotation_period,
+                                                       pgque.queue_min_rotation(v_queue.queue_options)) THEN
         RETURN 0;
     END IF;
     -- A cursor whose tick's xmin is not above step 2 may still need the

@@ -11,6 +11,10 @@
 -- delayedProcessing D: only events created at least D ago are taken (a
 -- prefix: an unripe event stops the batch). windowBuffer W: a partition
 -- whose newest pending event is younger than W is not taken.
+-- Expiry (queue_expiry: retentionSeconds with retentionEnabled,
+-- maxWaitTimeSeconds): an event created longer ago than that is never
+-- taken; it is passed over like an event before a 'from' subscription
+-- time (group_expire moves idle cursors past such events at rotation).
 -- The group is subscribed (i_mode 'all' (NULL) / 'new', i_from: from a time) and
 -- missing cursors seeded on first contact (group_subscribe; group_seed, by
 -- the generated function, only when a candidate lacks its cursor).
@@ -48,6 +52,7 @@ DECLARE
     v_snap   pg_snapshot;
     v_lease  interval;
     v_window int := (v_opts ->> 'windowBuffer')::int;
+    v_expiry interval := pgque.queue_expiry(v_queue.queue_options);
 BEGIN
     IF i_partitions IS NULL OR i_batch IS NULL OR i_batch < 1 OR i_max_partitions IS NULL OR i_max_partitions < 1
        OR i_lease_seconds < 1 THEN
@@ -67,11 +72,11 @@ BEGIN
     -- generated function (group_plans) reading the current and the previous
     -- event table (the oldest one is switched out only once every cursor
     -- has passed it, maint_rotate_tables_step1), planned once per session.
-    RETURN QUERY EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
+    RETURN QUERY EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)',
                                 CASE WHEN v_window > 0 THEN 'pop_list_w_q' ELSE 'pop_list_q' END
                                 || v_queue.queue_id || '_t' || v_queue.queue_cur_table)
     USING v_queue.queue_id, v_group, i_partitions, i_batch, i_max_partitions, coalesce(i_auto_ack, false),
           v_tick, v_snap, make_interval(secs => (v_opts ->> 'delayedProcessing')::int),
-          make_interval(secs => v_window), gen_random_uuid(), v_lease;
+          make_interval(secs => v_window), gen_random_uuid(), v_lease, now() - v_expiry;
 END;
 $$;

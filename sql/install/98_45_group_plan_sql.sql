@@ -11,7 +11,8 @@
 -- name prefix, pgque.<fn_kind>_q<queue>_t<current table>), fn_args
 -- (parameter types), fn_result (RETURNS clause), fn_volatility, fn_body
 -- (the PL/pgSQL body). Kinds: pop_list and pop_list_w (pop_list's claim
--- statement without and with the windowBuffer test, after
+-- statement without and with the windowBuffer test, not serving events
+-- older than the expiry cutoff $13 (queue_expiry), after
 -- seeding the candidates' missing cursors: group_seed, called only when one
 -- is missing),
 -- group_ack (group_ack's read of the leased batches), group_ack_below (its
@@ -42,9 +43,12 @@ BEGIN
     -- event of each partition: a third range read). Apart, a pop of a
     -- queue without a window does not set up (ExecutorStart) the read it
     -- never runs: a third of the statement's scans.
+    -- $13: the expiry cutoff (pop_list: now() - queue_expiry; NULL when
+    -- the queue has none): older events are not served, as if their
+    -- gc_from were later. One NULL test per event read when off.
     FOREACH v_kind IN ARRAY ARRAY['pop_list', 'pop_list_w'] LOOP
     fn_kind := v_kind;
-    fn_args := 'int, int, int[], int, int, boolean, bigint, pg_snapshot, interval, interval, uuid, interval';
+    fn_args := 'int, int, int[], int, int, boolean, bigint, pg_snapshot, interval, interval, uuid, interval, timestamptz';
     fn_result := 'TABLE (partition_id int, partition_uuid uuid, partition_name text, verdict text, drained boolean, '
                  'until timestamptz, lease_id uuid, message_id uuid, transaction_id text, payload text, '
                  'created_at timestamptz, delivery_attempt int, ev_id bigint)';
@@ -182,14 +186,14 @@ BEGIN
          ORDER BY o.k, o.ord, o.rn
         $sql$,
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL,
-            '$4 + 1', '-$2', 'l.gc_from'),
+            '$4 + 1', '-$2', 'greatest(l.gc_from, $13)'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$8', NULL, NULL, NULL,
-            '$4 + 1', '-$2', 'l.gc_from'),
+            '$4 + 1', '-$2', 'greatest(l.gc_from, $13)'),
             CASE WHEN v_kind = 'pop_list_w' THEN
                 format('LEFT JOIN LATERAL (SELECT max(w.ev_time) AS newest FROM (%s) w
                                   WHERE $10::interval > interval ''0'' AND s.cnt > 0) nw ON true',
                        pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', '$8', 'l.gc_pos_txid', 'l.gc_pos', NULL,
-                                             NULL, '-$2', 'l.gc_from'))
+                                             NULL, '-$2', 'greatest(l.gc_from, $13)'))
             ELSE 'CROSS JOIN (SELECT NULL::timestamptz AS newest) nw' END) || '; END';
     RETURN NEXT;
     END LOOP;

@@ -34,7 +34,8 @@
 -- for an engine upgrade (the install re-runs this for every queue).
 -- Without i_create (or for an unknown queue) only drops. Either way every
 -- other pgque function named <kind>_q<queue id>_t<n> is dropped (kinds or
--- tables no longer generated).
+-- tables no longer generated, and older argument lists of a kind: a
+-- changed signature creates an overload beside the old one).
 -- Returns: the number of functions created. Locks: none besides the
 -- catalog's (CREATE / DROP FUNCTION). Writes: pg_proc (creates, replaces,
 -- drops functions). Called by: broker_create_queue, drop_queue, the install (below:
@@ -47,6 +48,7 @@ AS $$
 DECLARE
     v_queue pgque.queue;
     v_made  text[] := '{}';
+    v_oids  oid[] := '{}';
     v_c     int;
     v_name  text;
     v_sql   text;
@@ -72,12 +74,13 @@ BEGIN
                 END;
                 EXECUTE format('REVOKE ALL ON FUNCTION pgque.%I(%s) FROM PUBLIC', v_name, r.fn_args);
                 v_made := v_made || v_name;
+                v_oids := v_oids || to_regprocedure(format('pgque.%I(%s)', v_name, r.fn_args))::oid;
             END LOOP;
         END LOOP;
     END IF;
     FOR r IN SELECT p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid) AS args FROM pg_catalog.pg_proc p
               WHERE p.pronamespace = 'pgque'::regnamespace
-                AND p.proname ~ ('^[a-z_]+_q' || i_queue_id || '_t[0-9]+$') AND NOT p.proname = ANY (v_made) LOOP
+                AND p.proname ~ ('^[a-z_]+_q' || i_queue_id || '_t[0-9]+$') AND NOT p.oid = ANY (v_oids) LOOP
         EXECUTE format('DROP FUNCTION pgque.%I(%s)', r.proname, r.args);
     END LOOP;
     RETURN cardinality(v_made);

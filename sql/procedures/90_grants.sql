@@ -77,11 +77,11 @@ GRANT EXECUTE ON FUNCTION
     pgque.group_seek(text, text, boolean, timestamptz), pgque.group_delete(text, text, boolean),
     pgque.group_dlq_replay(bigint), pgque.group_dlq_purge(text, text),
     pgque.group_rotate(), pgque.group_rotation_xmin(int), pgque.group_rotation_pin(int, xid8),
-    pgque.group_advance_idle(int)
+    pgque.group_advance_idle(int), pgque.group_expire(int, xid8)
 TO pgque_admin;
 -- The broker's read routes and requiredLeases (no table grants needed).
 GRANT EXECUTE ON FUNCTION
-    pgque.broker_queues(text), pgque.queue_depth(text, text)
+    pgque.broker_queues(text), pgque.queue_depth(text, text), pgque.broker_queue_detail(text)
 TO pgque_reader, pgque_writer;
 GRANT EXECUTE ON FUNCTION pgque.group_lease_live(uuid) TO pgque_reader;
 GRANT EXECUTE ON FUNCTION pgque.group_set_subscription(text, text, text, timestamptz) TO pgque_admin;
