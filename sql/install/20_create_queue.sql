@@ -7,6 +7,8 @@
 -- per session).
 -- Names are data: any text of 1..57 bytes without control characters (the
 -- NOTIFY channel pgque_<name> must fit 63 bytes); tables are named by id.
+-- Errors: NULL or too long: P0001 (as PgQue); empty, control characters:
+-- invalid_parameter_value.
 -- Returns: 1 created, 0 already existed. Locks: queue row (insert).
 -- Writes: queue, partition, tick; creates objects. Called by: admins, broker.
 CREATE OR REPLACE FUNCTION pgque.create_queue(i_queue_name text)
@@ -21,12 +23,17 @@ DECLARE
     v_seq   text;
     v_tseq  text;
 BEGIN
-    IF i_queue_name IS NULL OR i_queue_name = '' THEN
+    -- NULL and too long raise P0001 as PgQue does (its clients catch
+    -- raise_exception); the refusals PgQue does not have keep 22023.
+    IF i_queue_name IS NULL THEN
+        RAISE EXCEPTION 'pgque: queue name must not be NULL' USING ERRCODE = 'raise_exception';
+    END IF;
+    IF i_queue_name = '' THEN
         RAISE EXCEPTION 'pgque: queue name must not be empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF octet_length(i_queue_name) > 57 THEN
         RAISE EXCEPTION 'pgque: queue name "%" is % bytes; the limit is 57 (its NOTIFY channel pgque_<name> must fit 63 bytes)',
-            i_queue_name, octet_length(i_queue_name) USING ERRCODE = 'invalid_parameter_value';
+            i_queue_name, octet_length(i_queue_name) USING ERRCODE = 'raise_exception';
     END IF;
     IF i_queue_name ~ '[[:cntrl:]]' THEN
         RAISE EXCEPTION 'pgque: queue name must not contain control characters' USING ERRCODE = 'invalid_parameter_value';

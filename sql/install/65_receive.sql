@@ -57,7 +57,7 @@ DECLARE
 BEGIN
     IF i_max_return IS NULL OR i_max_return < 1 THEN
         RAISE EXCEPTION 'pgque: i_max_return must be at least 1 (got %)', coalesce(i_max_return::text, 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
+            USING ERRCODE = 'raise_exception';
     END IF;
     v_sub := pgque.find_subscription(i_queue, i_consumer);
     IF current_setting('transaction_isolation') <> 'read committed' THEN
