@@ -16,12 +16,35 @@
 -- Poolers: DISCARD ALL (pgbouncer's session-mode reset) releases the lock,
 -- which is right (the client is gone). In transaction mode one server
 -- session serves many clients: see docs/engine.md, "Batches".
-
+--
 -- pgque.delivery_reader(i_sub_id): the recorded reader of the
 -- subscription's delivery: pid (NULL: none recorded, e.g. by an earlier
 -- install) and live (that backend still holds the reader lock).
 -- Reads pg_locks (the whole lock table): called only while a delivery is
 -- out. Locks: none. Called by: receive.
+--
+-- pgque.delivery_claim(i_sub_id): record the calling session as the
+-- reader of the delivery receive() is about to return, and take one hold
+-- of the reader lock. Session-level on purpose: it outlives the
+-- transaction (a delivery is not transactional either) and ends with the
+-- session. A session that already holds it (an earlier delivery acked by
+-- another session) adds a hold; ack in this session gives one back.
+-- Writes: the _reader sequence, only when the pid changes (a reader that
+-- receives and acks in a loop writes nothing). Locks: the reader lock
+-- (session, shared: it never waits, nobody takes it exclusively).
+-- Called by: receive (holding the batch lock).
+--
+-- pgque.delivery_release(i_sub_id): the delivery was acknowledged (or
+-- finished): when the calling session is its recorded reader, give back
+-- one hold of the reader lock. An ack from another session leaves the
+-- reader's hold in place (only its owner can release it): harmless, the
+-- pid no longer names the next delivery's reader; it ends with the
+-- session. A session that released its advisory locks itself
+-- (pg_advisory_unlock_all, DISCARD ALL) before acking gets PostgreSQL's
+-- warning "you don't own a lock of type ShareLock" here, as does the rare
+-- new backend that reuses a dead reader's pid and acks its delivery.
+-- Locks: releases the reader lock. Writes: nothing.
+-- Called by: ack, finish_batch (holding the batch lock).
 CREATE OR REPLACE FUNCTION pgque.delivery_reader(i_sub_id int, OUT pid int, OUT live boolean)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
@@ -36,16 +59,6 @@ BEGIN
 END;
 $$;
 
--- pgque.delivery_claim(i_sub_id): record the calling session as the
--- reader of the delivery receive() is about to return, and take one hold
--- of the reader lock. Session-level on purpose: it outlives the
--- transaction (a delivery is not transactional either) and ends with the
--- session. A session that already holds it (an earlier delivery acked by
--- another session) adds a hold; ack in this session gives one back.
--- Writes: the _reader sequence, only when the pid changes (a reader that
--- receives and acks in a loop writes nothing). Locks: the reader lock
--- (session, shared: it never waits, nobody takes it exclusively).
--- Called by: receive (holding the batch lock).
 CREATE OR REPLACE FUNCTION pgque.delivery_claim(i_sub_id int)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
@@ -61,17 +74,6 @@ BEGIN
 END;
 $$;
 
--- pgque.delivery_release(i_sub_id): the delivery was acknowledged (or
--- finished): when the calling session is its recorded reader, give back
--- one hold of the reader lock. An ack from another session leaves the
--- reader's hold in place (only its owner can release it): harmless, the
--- pid no longer names the next delivery's reader; it ends with the
--- session. A session that released its advisory locks itself
--- (pg_advisory_unlock_all, DISCARD ALL) before acking gets PostgreSQL's
--- warning "you don't own a lock of type ShareLock" here, as does the rare
--- new backend that reuses a dead reader's pid and acks its delivery.
--- Locks: releases the reader lock. Writes: nothing.
--- Called by: ack, finish_batch (holding the batch lock).
 CREATE OR REPLACE FUNCTION pgque.delivery_release(i_sub_id int)
 RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER
