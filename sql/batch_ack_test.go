@@ -142,8 +142,8 @@ func TestBatchBadInput(t *testing.T) {
 		t.Fatalf("a 255-byte consumer name: subscribe = %d, want 1", n)
 	}
 	err = e.sqlErr(`SELECT pgque.create_queue($1)`, long)
-	if err.Code != "22023" {
-		t.Fatalf("4 kB queue name: %s %q, want 22023", err.Code, err.Message)
+	if err.Code != "P0001" {
+		t.Fatalf("4 kB queue name: %s %q, want P0001 (as PgQue)", err.Code, err.Message)
 	}
 }
 

@@ -1009,6 +1009,9 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 		t.Fatalf("receive(q, c1, 3) returned %d rows, want 3", len(ids))
 	}
 	batch = ids[0]
+	// The same session asking again gets the same delivery (delivery_reader,
+	// receive_again).
+	call(t, rd, `SELECT * FROM pgque.receive('q', 'c1', 3)`)
 	call(t, rd, `SELECT pgque.ack($1)`, batch)
 	// One reader per consumer: each delivery is acked before the next receive.
 	nacked := callInt(t, rd, `SELECT min(m.batch_id) FROM pgque.receive('q', 'c1', 1) m

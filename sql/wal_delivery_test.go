@@ -123,7 +123,7 @@ func TestDeliveryCurrentBatchInfo(t *testing.T) {
 	}
 }
 
-// TestDeliverySequencesLifeCycle: subscribing creates the four delivery
+// TestDeliverySequencesLifeCycle: subscribing creates the five delivery
 // sequences, unsubscribing and drop_queue remove them, moving a consumer
 // with a delivery out is refused.
 func TestDeliverySequencesLifeCycle(t *testing.T) {
@@ -133,8 +133,8 @@ func TestDeliverySequencesLifeCycle(t *testing.T) {
 	e.exec(`SELECT pgque.subscribe('q', 'a')`)
 	e.exec(`SELECT pgque.subscribe('q', 'b')`)
 	e.exec(`SELECT pgque.subscribe('r', 'a')`)
-	if n := deliverySeqs(e); n != 12 {
-		t.Fatalf("%d delivery sequences for 3 subscriptions, want 12", n)
+	if n := deliverySeqs(e); n != 15 {
+		t.Fatalf("%d delivery sequences for 3 subscriptions, want 15", n)
 	}
 	e.exec(`SELECT pgque.send('q', 'x'::text)`)
 	tick := e.tick("q")
@@ -145,12 +145,12 @@ func TestDeliverySequencesLifeCycle(t *testing.T) {
 		t.Fatalf("moving a consumer with a delivery out: %s %s, want 55006", pe.Code, pe.Message)
 	}
 	e.exec(`SELECT pgque.unsubscribe('q', 'a')`)
-	if n := deliverySeqs(e); n != 8 {
-		t.Fatalf("%d delivery sequences after unsubscribe, want 8", n)
+	if n := deliverySeqs(e); n != 10 {
+		t.Fatalf("%d delivery sequences after unsubscribe, want 10", n)
 	}
 	e.exec(`SELECT pgque.drop_queue('q', true)`)
-	if n := deliverySeqs(e); n != 4 {
-		t.Fatalf("%d delivery sequences after drop_queue, want 4", n)
+	if n := deliverySeqs(e); n != 5 {
+		t.Fatalf("%d delivery sequences after drop_queue, want 5", n)
 	}
 }
 
@@ -172,8 +172,8 @@ func TestDeliveryUpgradeFromRowDelivery(t *testing.T) {
 	if _, err := install.Install(ctxT(t), e.conn, install.Options{Reinstall: true}); err != nil {
 		t.Fatalf("reinstall: %v", err)
 	}
-	if n := deliverySeqs(e); n != 4 {
-		t.Fatalf("%d delivery sequences after the upgrade, want 4", n)
+	if n := deliverySeqs(e); n != 5 {
+		t.Fatalf("%d delivery sequences after the upgrade, want 5", n)
 	}
 	if pe := e.sqlErr(`SELECT * FROM pgque.receive('q', 'c', 100)`); pe.Code != "55P03" {
 		t.Fatalf("second reader during the old delivery's lease: %s %s, want 55P03", pe.Code, pe.Message)

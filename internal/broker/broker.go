@@ -51,6 +51,11 @@ func wrap(op string, err error) error {
 			return fmt.Errorf("%s: %s: %w", op, pgErr.Message, ErrInvalidInput)
 		case "42704":
 			return fmt.Errorf("%s: %s: %w", op, pgErr.Message, ErrNotFound)
+		case "P0001":
+			// The PgQue-compatible create_queue (push, configure) refuses a
+			// queue name with PgQue's plain exception; the broker's own
+			// functions raise specific SQLSTATEs.
+			return fmt.Errorf("%s: %s: %w", op, pgErr.Message, ErrInvalidInput)
 		}
 	}
 	return fmt.Errorf("%s: %w", op, db.MapError(err))

@@ -38,3 +38,10 @@ const QueueTickClassID int32 = ClassID + 1
 // finish_batch take it (transaction-scoped) so one consumer's batch
 // operations run one at a time, without row locks (no WAL).
 const SubscriptionBatchClassID int32 = ClassID + 2
+
+// SubscriptionReaderClassID is the first key of a subscription's reader
+// lock; the second is the subscription id. receive() takes it shared and
+// session-scoped for the delivery it returns, ack() in that session gives it
+// back, and the backend's exit drops it: pgque.delivery_reader reads
+// pg_locks to tell whether the delivery's reader session is still alive.
+const SubscriptionReaderClassID int32 = ClassID + 16

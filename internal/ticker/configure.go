@@ -70,8 +70,9 @@ func ValidatePeriod(p time.Duration) error {
 	return nil
 }
 
-// ErrInvalid marks a value the engine rejected (SQLSTATE 22023): the
-// command's input was wrong, nothing was changed.
+// ErrInvalid marks a value the engine rejected (SQLSTATE 22023, or P0001 from
+// the PgQue-compatible setters): the command's input was wrong, nothing was
+// changed.
 var ErrInvalid = errors.New("invalid value")
 
 // Options of Configure.
@@ -279,11 +280,13 @@ func applySettings(ctx context.Context, tx pgx.Tx, o Options) error {
 	return nil
 }
 
-// engineErr marks the engine's rejection of a value (SQLSTATE 22023) as
-// ErrInvalid, keeping its message; other errors are mapped.
+// engineErr marks the engine's rejection of a value as ErrInvalid, keeping
+// its message: SQLSTATE 22023, or P0001 from the PgQue-compatible
+// set_queue_config and set_tick_period_ms (PgQue raises plain exceptions);
+// other errors are mapped.
 func engineErr(err error) error {
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == pgerrcode.InvalidParameterValue {
+	if errors.As(err, &pe) && (pe.Code == pgerrcode.InvalidParameterValue || pe.Code == pgerrcode.RaiseException) {
 		return fmt.Errorf("%w: %s", ErrInvalid, db.Describe(err))
 	}
 	return db.MapError(err)

@@ -1,6 +1,7 @@
 -- pgque.set_tick_period_ms(p_period_ms): set the installation's default tick
 -- period (queues without their own tick_period_ms use it); NULL returns to the
--- classic PgQ thresholds. Returns: the period. Locks: the settings row.
+-- classic PgQ thresholds. An invalid period raises set_setting's error with
+-- SQLSTATE P0001, as PgQue. Returns: the period. Locks: the settings row.
 -- Writes: settings.
 -- Called by: pgquectl tick, administrators.
 CREATE OR REPLACE FUNCTION pgque.set_tick_period_ms(p_period_ms int)
@@ -9,7 +10,17 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
-    PERFORM pgque.set_setting('tick_period_ms', p_period_ms::text);
+    BEGIN
+        PERFORM pgque.set_setting('tick_period_ms', p_period_ms::text);
+    EXCEPTION WHEN invalid_parameter_value THEN
+        DECLARE
+            v_msg text;
+        BEGIN
+            GET STACKED DIAGNOSTICS v_msg = MESSAGE_TEXT;
+            RAISE EXCEPTION USING MESSAGE = v_msg, ERRCODE = 'raise_exception',
+                                  HINT = 'The period is 1..60000 ms; NULL returns to the classic PgQ thresholds.';
+        END;
+    END;
     RETURN p_period_ms;
 END;
 $$;

@@ -1,5 +1,6 @@
 -- pgque.drop_queue(x_queue_name[, x_force]): drop a queue and all it owns.
--- Refuses while consumers are subscribed unless x_force.
+-- Refuses while consumers are subscribed unless x_force. Errors (unknown
+-- queue, consumers) are P0001, as PgQue's.
 -- Returns: 1. Locks: the queue's tick lock, its row, its tables (ACCESS
 -- EXCLUSIVE by DROP). Writes: deletes its ticks, subscriptions, retries,
 -- dead letters, partitions, its subscriptions' delivery sequences; drops
@@ -14,12 +15,12 @@ DECLARE
     v_queue pgque.queue;
     v_n     int;
 BEGIN
-    v_queue := pgque.find_queue(x_queue_name);
+    v_queue := pgque.find_queue(x_queue_name, 'raise_exception');
     PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
     SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = v_queue.queue_id FOR UPDATE;
     IF NOT x_force AND EXISTS (SELECT 1 FROM pgque.subscription WHERE sub_queue = v_queue.queue_id) THEN
         RAISE EXCEPTION 'pgque: queue "%" still has consumers', x_queue_name
-            USING ERRCODE = 'object_in_use',
+            USING ERRCODE = 'raise_exception',
                   HINT = 'Unregister them first, or call pgque.drop_queue(name, true) to drop it with them.';
     END IF;
     PERFORM pgque.delivery_seqs(s.sub_id, false) FROM pgque.subscription s WHERE s.sub_queue = v_queue.queue_id;

@@ -1,6 +1,7 @@
 -- pgque.set_queue_config(x_queue_name, x_param_name, x_param_value): set one
 -- queue parameter ("queue_" prefix optional); NULL resets it to its default;
--- invalid or out-of-range values raise and change nothing.
+-- invalid or out-of-range values raise and change nothing. Errors (unknown
+-- queue, parameter or value) are P0001, as PgQue's.
 -- Params: ticker_max_count, ticker_max_lag, ticker_idle_period, ticker_paused,
 -- rotation_period, external_ticker, max_retries, tick_period_ms, and broker
 -- options (lease_time, retry_limit, dead_letter_queue, delayed_processing,
@@ -17,7 +18,7 @@ DECLARE
     v_param text := regexp_replace(coalesce(x_param_name, ''), '^queue_', '');
     v_val   text := x_param_value;
 BEGIN
-    v_queue := pgque.find_queue(x_queue_name);
+    v_queue := pgque.find_queue(x_queue_name, 'raise_exception');
     PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
     BEGIN
         CASE v_param
@@ -61,7 +62,7 @@ BEGIN
         WHEN invalid_text_representation OR invalid_datetime_format OR datetime_field_overflow
              OR numeric_value_out_of_range OR raise_exception THEN
             RAISE EXCEPTION 'pgque: invalid %=% for queue "%": %', x_param_name, coalesce(x_param_value, 'NULL'), x_queue_name, SQLERRM
-                USING ERRCODE = 'invalid_parameter_value',
+                USING ERRCODE = 'raise_exception',
                       HINT = 'Parameters: ticker_max_count, ticker_max_lag, ticker_idle_period, ticker_paused, rotation_period, external_ticker, max_retries, tick_period_ms, lease_time, retry_limit, dead_letter_queue, delayed_processing, window_buffer, dedup_window.';
     END;
     RETURN 1;

@@ -27,7 +27,7 @@ BEGIN
     SELECT q.queue_id, q.queue_cur_table, q.queue_ntables INTO v_queue_id, v_cur, v_ntables
       FROM pgque.queue q WHERE q.queue_name = insert_event.queue_name;
     IF NOT FOUND THEN
-        PERFORM pgque.find_queue(insert_event.queue_name);  -- raises the standard error
+        PERFORM pgque.find_queue(insert_event.queue_name, 'raise_exception');  -- raises (P0001, as PgQue)
     END IF;
     EXECUTE format('INSERT INTO %s (ev_type, ev_data, ev_extra1, ev_extra2, ev_extra3, ev_extra4) '
                    'VALUES ($1, $2, $3, $4, $5, $6) RETURNING ev_id', pgque.event_table(v_queue_id, v_cur))

@@ -1,7 +1,7 @@
 -- pgque.send_batch(queue_name, [type_name,] payloads): produce many messages
 -- with one set-based INSERT. Ids are allocated in input order and returned
 -- aligned with it; '{}' returns '{}'; a NULL or multi-dimensional array
--- raises. Takes its xid before reading the queue row and checks the table
+-- raises (NULL and an unknown queue with P0001, as PgQue). Takes its xid before reading the queue row and checks the table
 -- for REPEATABLE READ / SERIALIZABLE producers, as insert_event does.
 -- Locks/writes: as insert_event. Called by: producers (pgque_writer).
 CREATE OR REPLACE FUNCTION pgque.send_batch(queue_name text, type_name text, payloads text[])
@@ -15,14 +15,14 @@ DECLARE
 BEGIN
     IF payloads IS NULL THEN
         RAISE EXCEPTION 'pgque: send_batch needs an array of payloads, not NULL'
-            USING ERRCODE = 'null_value_not_allowed', HINT = 'Pass ''{}'' to send nothing.';
+            USING ERRCODE = 'raise_exception', HINT = 'Pass ''{}'' to send nothing.';
     END IF;
     IF array_ndims(payloads) > 1 THEN
         RAISE EXCEPTION 'pgque: send_batch needs a one-dimensional array of payloads, got % dimensions', array_ndims(payloads)
             USING ERRCODE = 'array_subscript_error', HINT = 'Pass one payload per element: ARRAY[''a'', ''b''], not ARRAY[[''a'', ''b'']].';
     END IF;
     PERFORM pg_current_xact_id();  -- the xid first, then the queue row (see insert_event)
-    v_queue := pgque.find_queue(queue_name);
+    v_queue := pgque.find_queue(queue_name, 'raise_exception');
     IF cardinality(payloads) = 0 THEN
         RETURN '{}';
     END IF;

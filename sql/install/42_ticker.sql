@@ -22,7 +22,9 @@
 --
 -- pgque.ticker(i_queue_name): tick one queue if due. Returns: the new tick
 -- id, or NULL when none was due (or another session is ticking it). An
--- unknown queue raises "no such queue" (PgQue's message, clients match on it).
+-- unknown queue raises "no such queue" (PgQue's message, clients match on
+-- it), a paused queue or one with an external tick source raises too; all
+-- three with SQLSTATE P0001, as PgQue (its clients catch raise_exception).
 CREATE OR REPLACE FUNCTION pgque.ticker()
 RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
@@ -58,6 +60,8 @@ SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue_id int;
+    v_paused   boolean;
+    v_external boolean;
     v_last     bigint;
     v_seq      bigint;
     v_probe    boolean;
@@ -65,10 +69,21 @@ DECLARE
     v_xids     bigint[];
     v_quiet    boolean;
 BEGIN
-    SELECT q.queue_id INTO v_queue_id FROM pgque.queue q WHERE q.queue_name = i_queue_name;
+    SELECT q.queue_id, q.queue_ticker_paused, q.queue_external_ticker INTO v_queue_id, v_paused, v_external
+      FROM pgque.queue q WHERE q.queue_name = i_queue_name;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgque: no such queue: "%"', i_queue_name
-            USING ERRCODE = 'undefined_object', HINT = 'Create it with pgque.create_queue(name).';
+            USING ERRCODE = 'raise_exception', HINT = 'Create it with pgque.create_queue(name).';
+    END IF;
+    IF v_external THEN
+        RAISE EXCEPTION 'pgque: queue "%" has an external tick source (external_ticker)', i_queue_name
+            USING ERRCODE = 'raise_exception',
+                  HINT = format('SELECT pgque.set_queue_config(%L, ''external_ticker'', ''false'') lets the ticker tick it.', i_queue_name);
+    END IF;
+    IF v_paused THEN
+        RAISE EXCEPTION 'pgque: ticker has been paused for queue "%"', i_queue_name
+            USING ERRCODE = 'raise_exception',
+                  HINT = format('SELECT pgque.set_queue_config(%L, ''ticker_paused'', ''false'') resumes it.', i_queue_name);
     END IF;
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'pgque: ticker() must run in READ COMMITTED, not %', upper(current_setting('transaction_isolation'))

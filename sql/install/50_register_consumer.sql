@@ -14,7 +14,7 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
-    v_queue pgque.queue := pgque.find_queue(x_queue_name);
+    v_queue pgque.queue := pgque.find_queue(x_queue_name, 'raise_exception');
     v_co_id int;
     v_sub   pgque.subscription;
     v_tick  bigint := x_tick_pos;
@@ -34,7 +34,7 @@ BEGIN
         SELECT max(tick_id) INTO v_tick FROM pgque.tick WHERE tick_queue = v_queue.queue_id;
     ELSIF NOT EXISTS (SELECT 1 FROM pgque.tick WHERE tick_queue = v_queue.queue_id AND tick_id = v_tick) THEN
         RAISE EXCEPTION 'pgque: tick % of queue "%" does not exist (any more)', v_tick, x_queue_name
-            USING ERRCODE = 'invalid_parameter_value';
+            USING ERRCODE = 'raise_exception';
     END IF;
     INSERT INTO pgque.consumer (co_name) VALUES (x_consumer_name) ON CONFLICT (co_name) DO NOTHING;
     SELECT co_id INTO v_co_id FROM pgque.consumer WHERE co_name = x_consumer_name;

@@ -1,7 +1,7 @@
 -- pgque.find_subscription(i_queue_name, i_consumer_name): the consumer's
 -- subscription row, read after taking the subscription's batch lock (one
 -- batch operation per consumer at a time); an unknown queue or consumer
--- raises a clear error. The lock is advisory (1885827447, sub_id), not a row
+-- raises a clear error (P0001, as PgQue's next_batch). The lock is advisory (1885827447, sub_id), not a row
 -- lock: it writes no WAL and survives the row moving to another child.
 -- Locks: the subscription's batch lock (transaction). Called by: receive,
 -- next_batch, next_batch_info.
@@ -11,7 +11,7 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
-    v_queue pgque.queue := pgque.find_queue(i_queue_name);
+    v_queue pgque.queue := pgque.find_queue(i_queue_name, 'raise_exception');
     v_sub   pgque.subscription;
 BEGIN
     SELECT s.* INTO v_sub
@@ -24,7 +24,7 @@ BEGIN
     END IF;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgque: consumer "%" is not subscribed to queue "%"', i_consumer_name, i_queue_name
-            USING ERRCODE = 'undefined_object', HINT = 'Subscribe it first: SELECT pgque.subscribe(queue, consumer).';
+            USING ERRCODE = 'raise_exception', HINT = 'Subscribe it first: SELECT pgque.subscribe(queue, consumer).';
     END IF;
     RETURN v_sub;
 END;

@@ -1,8 +1,10 @@
 -- pgque.delivery_seqs(i_sub_id, i_create): create (i_create) or drop the
--- four sequences that hold a subscription's open receive() delivery:
+-- five sequences that hold a subscription's open receive() delivery:
 -- pgque.delivery_<sub_id>_batch (its batch id, 0: none), _at (lease start,
--- microseconds since the epoch), _end (the batch's end tick) and _sent (the
--- last event id it returned, 0: the rest of the batch).
+-- microseconds since the epoch), _end (the batch's end tick), _sent (the
+-- last event id it returned, 0: the rest of the batch) and _reader (the
+-- backend pid of the session that received it, 0: unknown; see
+-- delivery_reader).
 -- Why sequences: receive() must record that a delivery is out (one reader
 -- per consumer) without writing WAL. A sequence is updated in place (no
 -- dead tuples, whatever xmin is held), and an UNLOGGED one (PostgreSQL 15+)
@@ -22,7 +24,7 @@ AS $$
 DECLARE
     v_f text;
 BEGIN
-    FOREACH v_f IN ARRAY ARRAY['batch', 'at', 'end', 'sent'] LOOP
+    FOREACH v_f IN ARRAY ARRAY['batch', 'at', 'end', 'sent', 'reader'] LOOP
         IF i_create THEN
             EXECUTE format('CREATE %s SEQUENCE IF NOT EXISTS pgque.%I AS bigint MINVALUE 0 START 0 NO CYCLE',
                            CASE WHEN current_setting('server_version_num')::int >= 150000 THEN 'UNLOGGED' ELSE '' END,
@@ -34,7 +36,8 @@ BEGIN
 END;
 $$;
 
--- Upgrade: existing subscriptions get their sequences.
+-- Upgrade: existing subscriptions get their sequences (and _reader, new in
+-- this version).
 DO $upgrade$
 DECLARE
     v_id int;

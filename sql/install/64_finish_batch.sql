@@ -1,7 +1,8 @@
 -- pgque.finish_batch(x_batch_id): close a batch: the consumer's cursor moves
 -- to the batch's end tick. Returns: 1 finished, 0 unknown or already
--- finished. Locks: the subscription's batch lock. Writes: subscription
--- (and the delivery sequences for a receive() delivery id).
+-- finished. Locks: the subscription's batch lock (and gives back the
+-- reader lock of a receive() delivery, see delivery_release). Writes:
+-- subscription (and the delivery sequences for a receive() delivery id).
 -- Called by: ack(), PgQ-style consumers.
 CREATE OR REPLACE FUNCTION pgque.finish_batch(x_batch_id bigint)
 RETURNS int
@@ -21,6 +22,7 @@ BEGIN
                sub_batch_pos = NULL, sub_batch_sent = NULL, sub_batch_recv = false, sub_active = now()
          WHERE sub_id = v_sub.sub_id;
         PERFORM pgque.delivery_state(v_sub.sub_id, NULL, NULL, NULL, NULL);
+        PERFORM pgque.delivery_release(v_sub.sub_id);
         RETURN 1;
     END IF;
     UPDATE pgque.subscription

@@ -13,8 +13,9 @@
 -- the batch's end tick, or (partial) the batch is stored open with its
 -- position; then the delivery is cleared.
 -- Returns: 1 acknowledged, 0 nothing to acknowledge.
--- Locks: the subscription's batch lock. Writes: subscription (one UPDATE),
--- the delivery sequences.
+-- Locks: the subscription's batch lock; gives back the reader lock when
+-- this session received the delivery (delivery_release).
+-- Writes: subscription (one UPDATE), the delivery sequences.
 -- Called by: consumers (pgque_reader).
 CREATE OR REPLACE FUNCTION pgque.ack(i_batch_id bigint)
 RETURNS int
@@ -41,6 +42,7 @@ BEGIN
              WHERE sub_id = v_sub.sub_id;
         END IF;
         PERFORM pgque.delivery_state(v_sub.sub_id, NULL, NULL, NULL, NULL);
+        PERFORM pgque.delivery_release(v_sub.sub_id);
         RETURN 1;
     END IF;
     IF v_sub.sub_batch_recv AND v_sub.sub_batch_sent IS NOT NULL THEN

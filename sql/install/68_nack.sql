@@ -20,7 +20,7 @@ DECLARE
     v_ev    record;
 BEGIN
     IF i_msg IS NULL OR i_msg.msg_id IS NULL THEN
-        RAISE EXCEPTION 'pgque: nack needs the message (its msg_id)' USING ERRCODE = 'null_value_not_allowed';
+        RAISE EXCEPTION 'pgque: nack needs the message (its msg_id)' USING ERRCODE = 'raise_exception';
     END IF;
     v_sub := pgque.lock_batch(i_batch_id);
     IF v_sub.sub_id IS NULL THEN

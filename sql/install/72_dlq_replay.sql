@@ -20,7 +20,7 @@ BEGIN
     SELECT * INTO v_dl FROM pgque.dead_letter WHERE dl_id = i_dead_letter_id FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgque: dead letter % does not exist', i_dead_letter_id
-            USING ERRCODE = 'undefined_object', HINT = 'List them with pgque.dlq_inspect(queue).';
+            USING ERRCODE = 'raise_exception', HINT = 'List them with pgque.dlq_inspect(queue).';
     END IF;
     PERFORM pg_current_xact_id();  -- the xid first, then the queue row (see insert_event)
     SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = v_dl.dl_queue_id;

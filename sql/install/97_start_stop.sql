@@ -27,7 +27,7 @@ BEGIN
     SELECT extversion INTO v_version FROM pg_catalog.pg_extension WHERE extname = 'pg_cron';
     IF v_version IS NULL THEN
         RAISE EXCEPTION 'pgque: pg_cron is not installed in database %', current_database()
-            USING ERRCODE = 'feature_not_supported',
+            USING ERRCODE = 'raise_exception',
                   HINT = 'If pg_cron runs in another database (SHOW cron.database_name), run "pgquectl tick", which registers the jobs from there; without pg_cron run "pgquectl tick --run".';
     END IF;
     PERFORM pgque.set_cron_version(v_version);
