@@ -34,10 +34,17 @@ type AckResult struct {
 	PartitionID int32
 }
 
-// AckBatch acknowledges acks in order for group ("" = QueueMode) with one
-// call of pgque.group_ack. A bad item fails alone (Success false); err is
-// only for database trouble.
+// AckBatch acknowledges acks in order for group ("" = QueueMode) on any
+// tenant's queues: AckBatchIn with AnyTenant.
 func AckBatch(ctx context.Context, q Querier, group string, acks []Ack) ([]AckResult, error) {
+	return AckBatchIn(ctx, q, AnyTenant, group, acks)
+}
+
+// AckBatchIn acknowledges acks in order for group ("" = QueueMode) with one
+// call of pgque.group_ack, confined to scope's queues (another tenant's
+// partition is an unknown partition). A bad item fails alone (Success
+// false); err is only for database trouble.
+func AckBatchIn(ctx context.Context, q Querier, scope Scope, group string, acks []Ack) ([]AckResult, error) {
 	if len(acks) == 0 {
 		return []AckResult{}, nil
 	}
@@ -56,8 +63,8 @@ func AckBatch(ctx context.Context, q Querier, group string, acks []Ack) ([]AckRe
 		errs[i] = strOrNil(a.Error)
 	}
 	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id
-		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[])`,
-		group, txns, parts, statuses, leases, errs)
+		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[], $7)`,
+		group, txns, parts, statuses, leases, errs, scope.arg())
 	if err != nil {
 		return nil, wrap("ack", err)
 	}
