@@ -174,8 +174,8 @@ func TestPopBadInputAndOddNames(t *testing.T) {
 	if len(r.Messages) != 2 || r.Messages[0].Partition != `p 'x' 🙂` {
 		t.Fatalf("odd names: %+v", r)
 	}
-	res := e.ack(group, ackOf(r.Messages[1], ""))
-	if !res[0].Success || !res[0].LeaseReleased || res[0].Queue != "q" || res[0].PartitionID != r.Messages[0].PartitionID {
+	res := e.ack(group, ackOf(r.Messages[0], ""), ackOf(r.Messages[1], ""))
+	if !res[1].Success || !res[1].LeaseReleased || res[1].Queue != "q" || res[1].PartitionID != r.Messages[0].PartitionID {
 		t.Fatalf("ack %+v", res)
 	}
 	cursors := e.int(`SELECT count(*) FROM pgque.group_cursor`)
