@@ -59,8 +59,9 @@ func TestTenantSealDLQReplay(t *testing.T) {
 	e, b, ta, tb, none := tenantBroker(t)
 	b.token = ta
 	id := deadLetter(t, b, 1)
-	for name, tok := range map[string]string{"tenant b": tb, "no tenant": none} {
-		b.token = tok
+	for _, c := range []struct{ name, tok string }{{"tenant b", tb}, {"no tenant", none}} {
+		name := c.name
+		b.token = c.tok
 		code, out, _ := b.do("POST", "/api/v1/dlq/"+id+"/replay", nil)
 		wantCode, want, _ := b.do("POST", "/api/v1/dlq/999999/replay", nil)
 		// The answer names the id asked for: the same text with the id.
@@ -165,15 +166,15 @@ func TestTenantSealDLQTotal(t *testing.T) {
 		Messages []map[string]any `json:"messages"`
 		Total    int              `json:"total"`
 	}
-	for name, want := range map[string]struct {
-		tok string
-		n   int
-	}{"no tenant": {none, 0}, "tenant a": {ta, 2}, "tenant b": {tb, 1}} {
+	for _, want := range []struct {
+		name, tok string
+		n         int
+	}{{"no tenant", none, 0}, {"tenant a", ta, 2}, {"tenant b", tb, 1}} {
 		b.token = want.tok
 		var l list
 		b.must(200, "GET", "/api/v1/dlq", nil, &l)
 		if l.Total != want.n || len(l.Messages) != want.n {
-			t.Errorf("%s: total %d, %d messages, want %d", name, l.Total, len(l.Messages), want.n)
+			t.Errorf("%s: total %d, %d messages, want %d", want.name, l.Total, len(l.Messages), want.n)
 		}
 	}
 }
