@@ -28,6 +28,10 @@ type AckResult struct {
 	LeaseReleased bool
 	DLQ           bool
 	Noop          bool
+	// Redeliver: the lease was released for a retry (this item's, or one
+	// held ahead that this item reached): the batch comes back. False when
+	// the lease was released at the batch end.
+	Redeliver bool
 	// Queue and PartitionID name the acked partition ("" / -1 when the
 	// partition is unknown): what the hot-list promotes on a released lease.
 	Queue       string
@@ -62,7 +66,7 @@ func AckBatchIn(ctx context.Context, q Querier, scope Scope, group string, acks 
 		}
 		errs[i] = strOrNil(a.Error)
 	}
-	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id
+	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id, redeliver
 		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[], $7)`,
 		group, txns, parts, statuses, leases, errs, scope.arg())
 	if err != nil {
@@ -74,7 +78,7 @@ func AckBatchIn(ctx context.Context, q Querier, scope Scope, group string, acks 
 		var r AckResult
 		var txn, e, queue *string
 		var pid *int32
-		if err := rows.Scan(&r.Index, &txn, &r.Success, &e, &r.LeaseReleased, &r.DLQ, &r.Noop, &queue, &pid); err != nil {
+		if err := rows.Scan(&r.Index, &txn, &r.Success, &e, &r.LeaseReleased, &r.DLQ, &r.Noop, &queue, &pid, &r.Redeliver); err != nil {
 			return nil, wrap("ack", err)
 		}
 		r.TransactionID, r.Error, r.Queue, r.PartitionID = deref(txn), deref(e), deref(queue), -1

@@ -57,7 +57,7 @@ func TestAckFailedAfterLaterCompletedIsRetried(t *testing.T) {
 		t.Fatalf("ack #1 completed: %+v", res)
 	}
 	res = e.ack("g", ackOf(r.Messages[0], "failed"))
-	if !res[0].Success || res[0].Noop || !res[0].LeaseReleased || res[0].DLQ {
+	if !res[0].Success || res[0].Noop || !res[0].LeaseReleased || !res[0].Redeliver || res[0].DLQ {
 		t.Fatalf("ack #0 failed after #1 completed: %+v (want a retry: success, lease released, not noop)", res)
 	}
 	r2 := e.repop(3)
@@ -86,8 +86,8 @@ func TestAckOutOfOrderInOneBatchDeadLetters(t *testing.T) {
 		t.Fatalf("DLQ: %+v %d %v", dls, total, err)
 	}
 	res = e.ack("g", ackOf(r.Messages[2], ""))
-	if !res[0].Success || !res[0].LeaseReleased {
-		t.Fatalf("ack #2: %+v", res)
+	if !res[0].Success || !res[0].LeaseReleased || res[0].Redeliver {
+		t.Fatalf("ack #2: %+v (want the lease released at the batch end)", res)
 	}
 	if r2 := e.repop(3); len(r2.Messages) != 0 {
 		t.Fatalf("after the batch: %+v", r2.Messages)
@@ -141,8 +141,8 @@ func TestAckHeldAheadAndIdempotent(t *testing.T) {
 	// #0 closes the gap: the position moves over 0, 1, 2 and stops before
 	// the retry of #3, which releases the lease.
 	res = e.ack("g", ackOf(r.Messages[0], ""))
-	if !res[0].Success || !res[0].LeaseReleased {
-		t.Fatalf("ack #0: %+v (want the lease released at the held retry of #3)", res)
+	if !res[0].Success || !res[0].LeaseReleased || !res[0].Redeliver {
+		t.Fatalf("ack #0: %+v (want the lease released for the held retry of #3)", res)
 	}
 	if res := e.ack("g", ackOf(r.Messages[0], "failed")); !res[0].Success || !res[0].Noop {
 		t.Fatalf("failed ack of a done message: %+v (want noop)", res)

@@ -178,9 +178,10 @@ func (s *Server) afterAcks(res []broker.AckResult, items []ackItem, group string
 			if g == "" {
 				g = broker.QueueMode
 			}
-			redeliver := status == broker.AckRetry || (status == broker.AckFailed && !a.DLQ)
+			// (a completed ack may release the lease for a retry held
+			// ahead of it: the SQL says which)
 			notes[a.Queue] = append(notes[a.Queue], broker.AckNote{Group: g, PartitionID: a.PartitionID,
-				LeaseReleased: true, Redeliver: redeliver})
+				LeaseReleased: true, Redeliver: a.Redeliver})
 		}
 	}
 	for q, parts := range released {

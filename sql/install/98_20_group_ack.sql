@@ -32,7 +32,9 @@
 -- cannot be told from the current holder's); an unknown partition ->
 -- success false, 'unknown partition'. Returns: (idx 0-based,
 -- transaction_id, success, error, lease_released, dlq, noop, queue_name,
--- partition_id) per item (the last two NULL for an unknown partition).
+-- partition_id, redeliver: the lease was released for a retry, so the
+-- batch comes back (false when released at the batch end)) per item
+-- (queue_name, partition_id NULL for an unknown partition).
 -- Set-based: the items' cursors are locked at once (key order); one read
 -- per queue matches the items against their leased batches, (position,
 -- batch end] through the (ev_partition, ev_txid, ev_id) index (each event
@@ -63,7 +65,7 @@ CREATE OR REPLACE FUNCTION pgque.group_ack(i_group text, i_transaction_ids text[
                                            i_statuses text[], i_lease_ids uuid[], i_errors text[],
                                            i_tenant text DEFAULT NULL)
 RETURNS TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, noop boolean,
-               queue_name text, partition_id int)
+               queue_name text, partition_id int, redeliver boolean)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
@@ -92,6 +94,7 @@ DECLARE
     o_rel     boolean[] := array_fill(false, ARRAY[v_n]);
     o_dlq     boolean[] := array_fill(false, ARRAY[v_n]);
     o_noop    boolean[] := array_fill(false, ARRAY[v_n]);
+    o_redo    boolean[] := array_fill(false, ARRAY[v_n]);
     o_queue   text[] := array_fill(NULL::text, ARRAY[v_n]);
     o_part    int[] := array_fill(NULL::int, ARRAY[v_n]);
     -- the cursor being applied (its state after the items so far)
@@ -289,7 +292,7 @@ BEGIN
                 -- position stays before it).
                 c_gc.gc_lease := NULL; c_gc.gc_lease_until := NULL; c_gc.gc_end_txid := NULL; c_gc.gc_lease_end := NULL;
                 c_acked := '{}';
-                o_rel[v_i] := true;
+                o_rel[v_i] := true; o_redo[v_i] := true;
             ELSE
                 -- Earlier events are still out: it waits for them.
                 c_acked := c_acked || ROW(a_ev_id[v_i], a_ev_txid[v_i], a_pv_id[v_i], true)::pgque.group_acked;
@@ -327,7 +330,7 @@ BEGIN
             IF (c_acked[v_k]).retry THEN
                 c_gc.gc_lease := NULL; c_gc.gc_lease_until := NULL; c_gc.gc_end_txid := NULL; c_gc.gc_lease_end := NULL;
                 c_acked := '{}';
-                o_rel[v_i] := true;
+                o_rel[v_i] := true; o_redo[v_i] := true;
                 EXIT;
             END IF;
             c_gc.gc_pos_txid := (c_acked[v_k]).ev_txid; c_gc.gc_pos := (c_acked[v_k]).ev_id;
@@ -357,9 +360,9 @@ BEGIN
          WHERE gc.gc_queue = u.gc_queue AND gc.gc_group = u.gc_group AND gc.gc_partition = u.gc_partition;
     END IF;
     RETURN QUERY
-        SELECT (u.o - 1)::int, u.t, u.s, u.e, u.rl, u.d, u.nn, u.qn, u.pi
-          FROM unnest(i_transaction_ids, o_success, o_error, o_rel, o_dlq, o_noop, o_queue, o_part)
-               WITH ORDINALITY u(t, s, e, rl, d, nn, qn, pi, o)
+        SELECT (u.o - 1)::int, u.t, u.s, u.e, u.rl, u.d, u.nn, u.qn, u.pi, u.rd
+          FROM unnest(i_transaction_ids, o_success, o_error, o_rel, o_dlq, o_noop, o_queue, o_part, o_redo)
+               WITH ORDINALITY u(t, s, e, rl, d, nn, qn, pi, rd, o)
          ORDER BY u.o;
     PERFORM set_config('plan_cache_mode', v_guc[1], true), set_config('enable_seqscan', v_guc[2], true),
             set_config('enable_bitmapscan', v_guc[3], true);
