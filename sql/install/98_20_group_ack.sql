@@ -130,14 +130,6 @@ BEGIN
     IF v_n = 0 THEN
         RETURN;
     END IF;
-    IF i_tenant IS NOT NULL THEN
-        -- Another tenant's partition is one that does not exist: its UUID
-        -- matches nothing below (no lock, no read, 'unknown partition').
-        SELECT array_agg(CASE WHEN q.queue_id IS NOT NULL THEN u.pu END ORDER BY u.o) INTO v_parts
-          FROM unnest(i_partition_ids) WITH ORDINALITY u(pu, o)
-          LEFT JOIN pgque.partition p ON p.part_uuid = u.pu
-          LEFT JOIN pgque.queue q ON q.queue_id = p.part_queue AND pgque.queue_in_tenant(q.queue_name, i_tenant);
-    END IF;
     -- Generic plans for this function's statements, and index probes only
     -- (as the generated functions: group_plans), set here and restored
     -- before it returns (an error rolls them back with the transaction or
@@ -151,6 +143,14 @@ BEGIN
     v_guc := ARRAY[current_setting('plan_cache_mode'), current_setting('enable_seqscan'), current_setting('enable_bitmapscan')];
     PERFORM set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
             set_config('enable_bitmapscan', 'off', true);
+    IF i_tenant IS NOT NULL THEN
+        -- Another tenant's partition is one that does not exist: its UUID
+        -- matches nothing below (no lock, no read, 'unknown partition').
+        SELECT array_agg(CASE WHEN q.queue_id IS NOT NULL THEN u.pu END ORDER BY u.o) INTO v_parts
+          FROM unnest(i_partition_ids) WITH ORDINALITY u(pu, o)
+          LEFT JOIN pgque.partition p ON p.part_uuid = u.pu
+          LEFT JOIN pgque.queue q ON q.queue_id = p.part_queue AND pgque.queue_in_tenant(q.queue_name, i_tenant);
+    END IF;
     SELECT grp_id INTO v_group FROM pgque.broker_group WHERE grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__');
     -- Lock every cursor of the batch at once, in key order (no deadlock
     -- between two batches naming the same cursors in other orders): the
