@@ -1534,7 +1534,9 @@ SELECT c.relname::text,
 	for _, r := range rels {
 		id := pgx.Identifier{r.Name}.Sanitize()
 		for _, q := range []string{
-			fmt.Sprintf(`CREATE TEMP TABLE %s (%s)`, id, strings.ReplaceAll(r.Cols, "pgque.", "")),
+			// (columns of pgque's own types, group_cursor.gc_acked, keep
+			// them: the shadow needs only the same names and types)
+			fmt.Sprintf(`CREATE TEMP TABLE %s (%s)`, id, r.Cols),
 			fmt.Sprintf(`INSERT INTO pg_temp.%s DEFAULT VALUES`, id),
 			fmt.Sprintf(`CREATE TRIGGER shadow BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON pg_temp.%s FOR EACH STATEMENT EXECUTE FUNCTION attk.trg()`, id),
 		} {

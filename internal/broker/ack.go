@@ -28,16 +28,27 @@ type AckResult struct {
 	LeaseReleased bool
 	DLQ           bool
 	Noop          bool
+	// Redeliver: the lease was released for a retry (this item's, or one
+	// held ahead that this item reached): the batch comes back. False when
+	// the lease was released at the batch end.
+	Redeliver bool
 	// Queue and PartitionID name the acked partition ("" / -1 when the
 	// partition is unknown): what the hot-list promotes on a released lease.
 	Queue       string
 	PartitionID int32
 }
 
-// AckBatch acknowledges acks in order for group ("" = QueueMode) with one
-// call of pgque.group_ack. A bad item fails alone (Success false); err is
-// only for database trouble.
+// AckBatch acknowledges acks in order for group ("" = QueueMode) on any
+// tenant's queues: AckBatchIn with AnyTenant.
 func AckBatch(ctx context.Context, q Querier, group string, acks []Ack) ([]AckResult, error) {
+	return AckBatchIn(ctx, q, AnyTenant, group, acks)
+}
+
+// AckBatchIn acknowledges acks in order for group ("" = QueueMode) with one
+// call of pgque.group_ack, confined to scope's queues (another tenant's
+// partition is an unknown partition). A bad item fails alone (Success
+// false); err is only for database trouble.
+func AckBatchIn(ctx context.Context, q Querier, scope Scope, group string, acks []Ack) ([]AckResult, error) {
 	if len(acks) == 0 {
 		return []AckResult{}, nil
 	}
@@ -55,9 +66,9 @@ func AckBatch(ctx context.Context, q Querier, group string, acks []Ack) ([]AckRe
 		}
 		errs[i] = strOrNil(a.Error)
 	}
-	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id
-		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[])`,
-		group, txns, parts, statuses, leases, errs)
+	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id, redeliver
+		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[], $7)`,
+		group, txns, parts, statuses, leases, errs, scope.arg())
 	if err != nil {
 		return nil, wrap("ack", err)
 	}
@@ -67,7 +78,7 @@ func AckBatch(ctx context.Context, q Querier, group string, acks []Ack) ([]AckRe
 		var r AckResult
 		var txn, e, queue *string
 		var pid *int32
-		if err := rows.Scan(&r.Index, &txn, &r.Success, &e, &r.LeaseReleased, &r.DLQ, &r.Noop, &queue, &pid); err != nil {
+		if err := rows.Scan(&r.Index, &txn, &r.Success, &e, &r.LeaseReleased, &r.DLQ, &r.Noop, &queue, &pid, &r.Redeliver); err != nil {
 			return nil, wrap("ack", err)
 		}
 		r.TransactionID, r.Error, r.Queue, r.PartitionID = deref(txn), deref(e), deref(queue), -1

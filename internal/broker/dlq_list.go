@@ -22,13 +22,19 @@ type DeadLetter struct {
 	FailedAt      time.Time
 }
 
-// ListDLQ returns one page of dead letters (newest first) filtered by
-// queue and group ("" = any) and the filter's total: one call of
-// pgque.group_dlq_list.
+// ListDLQ is ListDLQIn over every tenant's queues (AnyTenant).
 func ListDLQ(ctx context.Context, q Querier, queue, group string, limit, offset int) ([]DeadLetter, int64, error) {
+	return ListDLQIn(ctx, q, AnyTenant, queue, group, limit, offset)
+}
+
+// ListDLQIn returns one page of dead letters (newest first) of scope's
+// queues filtered by queue and group ("" = any) and the filter's total
+// (scope's only): one call of pgque.group_dlq_list.
+func ListDLQIn(ctx context.Context, q Querier, scope Scope, queue, group string, limit, offset int) ([]DeadLetter, int64, error) {
 	rows, err := q.Query(ctx, `SELECT id, message_id::text, transaction_id, partition_uuid::text, queue_name,
 		partition_name, group_name, error, retry_count, data, created_at, failed_at, total
-		FROM pgque.group_dlq_list($1, $2, $3, $4)`, strOrNil(queue), strOrNil(group), limit, offset)
+		FROM pgque.group_dlq_list($1, $2, $3, $4, $5)`, strOrNil(queue), strOrNil(group), limit, offset,
+		scope.arg())
 	if err != nil {
 		return nil, 0, wrap("list DLQ", err)
 	}

@@ -36,8 +36,15 @@ type Replayed struct {
 // the hot-list). An unknown id is ErrNotFound. One call of
 // pgque.group_dlq_replay.
 func ReplayDLQInto(ctx context.Context, q Querier, id int64) (Replayed, error) {
+	return ReplayDLQIn(ctx, q, AnyTenant, id)
+}
+
+// ReplayDLQIn is ReplayDLQInto confined to scope's queues: another
+// tenant's dead letter is ErrNotFound, as an unknown id.
+func ReplayDLQIn(ctx context.Context, q Querier, scope Scope, id int64) (Replayed, error) {
 	var r Replayed
-	err := q.QueryRow(ctx, `SELECT message_id::text, queue_name, partition_id FROM pgque.group_dlq_replay($1)`, id).
+	err := q.QueryRow(ctx, `SELECT message_id::text, queue_name, partition_id FROM pgque.group_dlq_replay($1, $2)`,
+		id, scope.arg()).
 		Scan(&r.MessageID, &r.Queue, &r.PartitionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Replayed{}, fmt.Errorf("replay DLQ: no dead letter %d: %w", id, ErrNotFound)

@@ -86,13 +86,15 @@ func TestPopLeaseAckInOrder(t *testing.T) {
 		!r2.Verdicts[0].Until.Equal(r.Messages[0].LeaseUntil) {
 		t.Fatalf("second pop %+v (lease until %v)", r2, r.Messages[0].LeaseUntil)
 	}
-	// Acking the middle message commits the first two; the lease stays.
+	// Acking the middle message holds it ahead of the first (not done
+	// until acked); the lease stays. The first then moves the position
+	// over both.
 	res := e.ack("", ackOf(r.Messages[1], ""))
 	if !res[0].Success || res[0].LeaseReleased || res[0].Noop {
 		t.Fatalf("ack middle %+v", res)
 	}
 	res = e.ack("", ackOf(r.Messages[0], ""), ackOf(r.Messages[2], "completed"))
-	if !res[0].Success || !res[0].Noop || !res[1].Success || !res[1].LeaseReleased {
+	if !res[0].Success || res[0].Noop || res[0].LeaseReleased || !res[1].Success || !res[1].LeaseReleased {
 		t.Fatalf("ack rest %+v", res)
 	}
 	r3 := e.pop(p, "p")
@@ -112,9 +114,9 @@ func TestPopLeaseAckInOrder(t *testing.T) {
 	if res := e.ack("", broker.Ack{TransactionID: "x", PartitionID: "nope"}); res[0].Success || res[0].Error != "unknown partition" {
 		t.Fatalf("unknown partition %+v", res)
 	}
-	res = e.ack("", ackOf(r3.Messages[1], ""))
-	if !res[0].Success || !res[0].LeaseReleased {
-		t.Fatalf("ack last %+v", res)
+	res = e.ack("", ackOf(r3.Messages[1], ""), ackOf(r3.Messages[0], ""))
+	if !res[0].Success || res[0].LeaseReleased || !res[1].Success || !res[1].LeaseReleased {
+		t.Fatalf("ack last, then first %+v", res)
 	}
 	r4 := e.pop(p, "p")
 	if len(r4.Messages) != 0 || r4.Verdicts[0].Kind != broker.VerdictEmpty {
@@ -140,7 +142,7 @@ func TestLeaseExpiryRedelivers(t *testing.T) {
 	if res := e.ack("", ackOf(r.Messages[1], "")); res[0].Success {
 		t.Fatalf("expired lease acked: %+v", res)
 	}
-	if res := e.ack("", ackOf(r2.Messages[1], "")); !res[0].Success || !res[0].LeaseReleased {
+	if res := e.ack("", ackOf(r2.Messages[0], ""), ackOf(r2.Messages[1], "")); !res[0].Success || !res[1].Success || !res[1].LeaseReleased {
 		t.Fatalf("ack %+v", res)
 	}
 }
@@ -172,8 +174,8 @@ func TestPopBadInputAndOddNames(t *testing.T) {
 	if len(r.Messages) != 2 || r.Messages[0].Partition != `p 'x' 🙂` {
 		t.Fatalf("odd names: %+v", r)
 	}
-	res := e.ack(group, ackOf(r.Messages[1], ""))
-	if !res[0].Success || !res[0].LeaseReleased || res[0].Queue != "q" || res[0].PartitionID != r.Messages[0].PartitionID {
+	res := e.ack(group, ackOf(r.Messages[0], ""), ackOf(r.Messages[1], ""))
+	if !res[1].Success || !res[1].LeaseReleased || res[1].Queue != "q" || res[1].PartitionID != r.Messages[0].PartitionID {
 		t.Fatalf("ack %+v", res)
 	}
 	cursors := e.int(`SELECT count(*) FROM pgque.group_cursor`)

@@ -46,8 +46,9 @@ func (a ackItem) toBroker(field string, i int) (broker.Ack, error) {
 }
 
 // runAcks acknowledges items (each with its group, defaulting to group) on
-// q: one broker call per distinct group, results in request order.
-func runAcks(ctx context.Context, q broker.Querier, group string, items []ackItem, field string) ([]broker.AckResult, error) {
+// q, confined to scope's queues (another tenant's partition is an unknown
+// one): one broker call per distinct group, results in request order.
+func runAcks(ctx context.Context, q broker.Querier, scope broker.Scope, group string, items []ackItem, field string) ([]broker.AckResult, error) {
 	type part struct {
 		idx  []int
 		acks []broker.Ack
@@ -76,7 +77,7 @@ func runAcks(ctx context.Context, q broker.Querier, group string, items []ackIte
 	out := make([]broker.AckResult, len(items))
 	for _, g := range order {
 		p := byGroup[g]
-		res, err := broker.AckBatch(ctx, q, g, p.acks)
+		res, err := broker.AckBatchIn(ctx, q, scope, g, p.acks)
 		if err != nil {
 			return nil, err
 		}
@@ -121,11 +122,11 @@ func (s *Server) doAcks(w http.ResponseWriter, r *http.Request, group string, it
 		// Several groups: one transaction, so the batch is all-or-nothing
 		// for database errors like a single call.
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			res, err = runAcks(ctx, tx, group, items, field)
+			res, err = runAcks(ctx, tx, scopeOf(r), group, items, field)
 			return err
 		})
 	} else {
-		res, err = runAcks(ctx, s.pool, group, items, field)
+		res, err = runAcks(ctx, s.pool, scopeOf(r), group, items, field)
 	}
 	if err != nil {
 		return err
@@ -177,9 +178,10 @@ func (s *Server) afterAcks(res []broker.AckResult, items []ackItem, group string
 			if g == "" {
 				g = broker.QueueMode
 			}
-			redeliver := status == broker.AckRetry || (status == broker.AckFailed && !a.DLQ)
+			// (a completed ack may release the lease for a retry held
+			// ahead of it: the SQL says which)
 			notes[a.Queue] = append(notes[a.Queue], broker.AckNote{Group: g, PartitionID: a.PartitionID,
-				LeaseReleased: true, Redeliver: redeliver})
+				LeaseReleased: true, Redeliver: a.Redeliver})
 		}
 	}
 	for q, parts := range released {

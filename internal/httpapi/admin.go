@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -24,38 +23,6 @@ func newID() string {
 
 func dbCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), dbTimeout)
-}
-
-type leaseExtendRequest struct {
-	Seconds *int `json:"seconds"`
-}
-
-func (s *Server) leaseExtend(w http.ResponseWriter, r *http.Request) error {
-	var req leaseExtendRequest
-	if err := decodeBody(r, &req, true); err != nil {
-		return err
-	}
-	secs := 60
-	if req.Seconds != nil {
-		if *req.Seconds < 1 {
-			return badRequest("seconds must be at least 1")
-		}
-		secs = *req.Seconds
-	}
-	id := r.PathValue("leaseId")
-	ctx, cancel := dbCtx(r)
-	defer cancel()
-	n, until, err := broker.ExtendLease(ctx, s.pool, id, secs)
-	if err != nil {
-		return err
-	}
-	var exp any
-	if n > 0 {
-		exp = isoMillis(until)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"leaseId": id, "success": n > 0, "renewed": n,
-		"newExpiresAt": exp, "expiresAt": exp, "lease_expires_at": exp})
-	return nil
 }
 
 // unlabel strips the tenant scope of a label ("" → null).
@@ -332,99 +299,6 @@ func (s *Server) seek(w http.ResponseWriter, r *http.Request) error {
 	s.wakeLocal(q)
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "consumerGroup": r.PathValue("group"),
 		"queue": r.PathValue("queue"), "cursors": n})
-	return nil
-}
-
-func (s *Server) dlqList(w http.ResponseWriter, r *http.Request) error {
-	limit, err := intParam(r, "limit", 100, 1)
-	if err != nil {
-		return err
-	}
-	offset, err := intParam(r, "offset", 0, 0)
-	if err != nil {
-		return err
-	}
-	q, err := storeName(r, r.URL.Query().Get("queue"))
-	if err != nil {
-		return err
-	}
-	if q == "" && tenantOf(r) != "" {
-		return badRequest("queue is required")
-	}
-	ctx, cancel := dbCtx(r)
-	defer cancel()
-	dls, total, err := broker.ListDLQ(ctx, s.pool, q, r.URL.Query().Get("consumerGroup"), limit, offset)
-	if err != nil {
-		return err
-	}
-	msgs := make([]map[string]any, 0, len(dls))
-	for _, d := range dls {
-		name, ok := clientName(r, d.Queue)
-		if !ok {
-			continue // another tenant's (possible only without ?queue=)
-		}
-		data := d.Data
-		if len(data) == 0 {
-			data = json.RawMessage("null")
-		}
-		msgs = append(msgs, map[string]any{"id": strconv.FormatInt(d.ID, 10), "messageId": d.MessageID,
-			"transactionId": d.TransactionID, "partitionId": d.PartitionUUID, "queue": name, "partition": d.Partition,
-			"consumerGroup": d.Group, "errorMessage": d.Error, "retryCount": d.RetryCount, "data": data,
-			"createdAt": isoMillis(d.CreatedAt), "failedAt": isoMillis(d.FailedAt)})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs,
-		"pagination": map[string]int{"limit": limit, "offset": offset}, "total": total})
-	return nil
-}
-
-func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		return badRequest("the dead letter id must be a positive integer")
-	}
-	if err := s.refusePush(w, r); err != nil { // a replay writes an event
-		return err
-	}
-	ctx, cancel := dbCtx(r)
-	defer cancel()
-	rp, err := broker.ReplayDLQInto(ctx, s.pool, id)
-	if err != nil {
-		return err
-	}
-	msg, queue := rp.MessageID, rp.Queue
-	if queue != "" {
-		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue, Partitions: []int32{rp.PartitionID}})
-		// The replay's transaction id is not known here: tick regardless.
-		s.requestTick(queue, 0)
-		s.awaitTicks(r.Context(), []string{queue}) // answered once visible, as a push
-		if s.hot != nil {
-			// The other brokers' warm rings learn of the partition before the
-			// answer: the coalesced hint would die with this broker.
-			if err := s.hot.HintPeersNow(ctx, queue, rp.PartitionID); err != nil {
-				s.log.Warn("hot-list: telling the other brokers of a replayed dead letter failed; their reseed floor finds it", "queue", queue, "err", err)
-			}
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "id": r.PathValue("id"), "messageId": msg})
-	return nil
-}
-
-func (s *Server) dlqPurge(w http.ResponseWriter, r *http.Request) error {
-	qn := r.URL.Query().Get("queue")
-	if qn == "" {
-		return badRequest("queue is required")
-	}
-	q, err := storeName(r, qn)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := dbCtx(r)
-	defer cancel()
-	n, err := broker.PurgeDLQ(ctx, s.pool, q, r.URL.Query().Get("consumerGroup"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted": n})
 	return nil
 }
 

@@ -32,11 +32,17 @@ func TestPushPopAck(t *testing.T) {
 	if again := b.pop("/api/v1/pop/queue/q"); again != nil {
 		t.Fatalf("second pop while leased: %+v", again)
 	}
+	// The later one first: held until the earlier one is acked (the
+	// order of the acks inside a batch does not matter).
 	acks := b.ack("", ackOf(p.Messages[1], "completed"))
-	if len(acks) != 1 || !acks[0].Success || !acks[0].LeaseReleased || acks[0].Error != nil {
+	if len(acks) != 1 || !acks[0].Success || acks[0].LeaseReleased || acks[0].Noop || acks[0].Error != nil {
 		t.Fatalf("ack: %+v", acks)
 	}
-	// Acking the earlier one now is a no-op.
+	acks = b.ack("", ackOf(p.Messages[0], "completed"))
+	if !acks[0].Success || acks[0].Noop || !acks[0].LeaseReleased {
+		t.Fatalf("ack of the earlier one: %+v", acks)
+	}
+	// Acking it again is a no-op.
 	acks = b.ack("", ackOf(p.Messages[0], "completed"))
 	if !acks[0].Success || !acks[0].Noop {
 		t.Fatalf("ack below the cursor: %+v", acks)

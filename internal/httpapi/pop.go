@@ -132,11 +132,17 @@ func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
 	if ns == "" && task == "" {
 		return badRequest("namespace or task is required")
 	}
+	if err := checkLabel("namespace", ns); err != nil {
+		return err
+	}
+	if err := checkLabel("task", task); err != nil {
+		return err
+	}
 	tenant := tenantOf(r)
 	return s.serveResult(w, r, q, wake.Key(tenant, ""), nil, func(ctx context.Context) (string, broker.PopResult, error) {
-		// Labels are stored tenant-scoped (configure), so a tenant's
-		// label pop only finds that tenant's queues.
-		return broker.PopByLabel(ctx, s.pool, labelFor(tenant, ns), labelFor(tenant, task), q.pop)
+		// Labels are stored tenant-scoped (configure), and the SQL pops
+		// only the caller's tenant's queues besides.
+		return broker.PopByLabelIn(ctx, s.pool, scopeOf(r), labelFor(tenant, ns), labelFor(tenant, task), q.pop)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/wake"
 )
 
@@ -87,4 +88,19 @@ func storedOfKey(key string) string {
 		return q
 	}
 	return t + tenantSep + q
+}
+
+// scopeOf confines the request's database calls that take an id or a
+// label to its tenant's queues (the default tenant's too: a token without a
+// tenant reaches no tenant's queue).
+func scopeOf(r *http.Request) broker.Scope { return broker.InTenant(tenantOf(r)) }
+
+// checkLabel refuses a namespace / task label holding U+241F or 0x1f: a
+// tenant's labels are stored as "<tenant>␟<label>", so such a label could
+// name another tenant's.
+func checkLabel(field, label string) error {
+	if strings.Contains(label, tenantSep) || strings.ContainsRune(label, 0x1f) {
+		return badRequest(field + " must not contain U+241F or 0x1f")
+	}
+	return nil
 }

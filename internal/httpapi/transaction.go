@@ -83,7 +83,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		results, pushed, acked, ackedItems = nil, nil, nil, nil
 		for _, l := range req.RequiredLeases {
-			live, err := broker.LeaseLive(ctx, tx, l)
+			live, err := broker.LeaseLiveIn(ctx, tx, scopeOf(r), l)
 			if err != nil {
 				return err
 			}
@@ -105,7 +105,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 				pushed = append(pushed, res...)
 				continue
 			}
-			res, err := runAcks(ctx, tx, "", []ackItem{op.ackItem}, "operations")
+			res, err := runAcks(ctx, tx, scopeOf(r), "", []ackItem{op.ackItem}, "operations")
 			if err != nil {
 				return err
 			}

@@ -74,6 +74,30 @@ CREATE TABLE IF NOT EXISTS pgque.group_cursor_1 PARTITION OF pgque.group_cursor 
 CREATE TABLE IF NOT EXISTS pgque.group_cursor_2 PARTITION OF pgque.group_cursor FOR VALUES IN (2) WITH (fillfactor = 50, autovacuum_enabled = off);
 CREATE INDEX IF NOT EXISTS group_cursor_key_idx ON pgque.group_cursor (gc_queue, gc_group, gc_partition);
 
+-- The acks a live lease has taken ahead of its cursor's position
+-- (group_ack). The position only moves over a contiguous prefix of resolved
+-- events, so an event acked out of order is remembered here until the
+-- events before it are resolved:
+--   gc_acked        the leased batch's events resolved after the position:
+--                   (ev_id, ev_txid, pv_id: the event before it in the
+--                   batch, retry: true for a failed / retry ack waiting for
+--                   the events before it, false for completed /
+--                   dead-lettered);
+--   gc_acked_lease  the lease they were taken under: they count only while
+--                   gc_lease is still that lease (a lease that ends
+--                   otherwise - expiry and a new pop, seek - leaves them
+--                   stale and ignored, so nothing else has to clear them).
+-- Added after the table's first version: an existing install gets them.
+DO $type$
+BEGIN
+    IF to_regtype('pgque.group_acked') IS NULL THEN
+        CREATE TYPE pgque.group_acked AS (ev_id bigint, ev_txid xid8, pv_id bigint, retry boolean);
+    END IF;
+END;
+$type$;
+ALTER TABLE pgque.group_cursor ADD COLUMN IF NOT EXISTS gc_acked pgque.group_acked[],
+                               ADD COLUMN IF NOT EXISTS gc_acked_lease uuid;
+
 -- transactionId dedup: insert-only, three children by time slot.
 CREATE TABLE IF NOT EXISTS pgque.dedup (
     dd_gen       smallint    NOT NULL,

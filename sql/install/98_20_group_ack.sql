@@ -1,40 +1,71 @@
 -- pgque.group_ack(i_group, i_transaction_ids, i_partition_ids, i_statuses,
--- i_lease_ids, i_errors): acknowledge messages of a consumer group, item i
--- being (transactionId, partition UUID, status, lease id or NULL, error
--- text or NULL), processed in order. Status: NULL / completed / success /
--- acked / ok -> completed: the cursor moves to the message (earlier ones
--- count as done); the lease is released when it reaches the batch end.
--- 'retry' -> earlier ones done, the lease released, the message redelivered
--- without spending a retry. 'dlq' -> dead-lettered now, the cursor moves
--- past it. Anything else -> failed: spends one retry; once more than
--- retryLimit (default 3) failures were spent on it, it is dead-lettered
--- (deadLetterQueue and dlqAfterMaxRetries, default true; else dropped) and
--- the cursor moves past that message only; otherwise as 'retry'.
--- A message at or below the cursor -> success, noop. A wrong or expired
--- lease -> success false, 'invalid or expired lease'; an unknown partition
--- -> success false. Returns: (idx 0-based, transaction_id, success, error,
--- lease_released, dlq, noop, queue_name, partition_id) per item (the last
--- two NULL for an unknown partition).
+-- i_lease_ids, i_errors, i_tenant): acknowledge messages of a consumer
+-- group, item i being (transactionId, partition UUID, status, lease id or
+-- NULL, error text or NULL), processed in order. i_tenant confines the
+-- call to one broker tenant's queues (queue_in_tenant; NULL: every queue):
+-- a partition of another tenant's queue is an unknown partition.
+-- Status: NULL / completed / success / acked / ok -> completed; 'dlq' ->
+-- dead-lettered now (if deadLetterQueue); 'retry' -> redelivered without
+-- spending a retry; anything else -> failed: spends one retry; once more
+-- than retryLimit (default 3) failures were spent on it, it is
+-- dead-lettered (deadLetterQueue and dlqAfterMaxRetries, default true;
+-- else dropped) like 'dlq'; otherwise as 'retry'.
+-- The order of the acks inside a leased batch does not matter: the
+-- position moves only over a contiguous prefix of resolved (completed or
+-- dead-lettered) events, never over an event nobody acked. An event
+-- resolved ahead of an unresolved one is remembered on the cursor
+-- (gc_acked, for that lease only) until the events before it are resolved;
+-- a retry / failed ack ahead of unresolved events waits there the same way
+-- (its retry is spent at once). When the next event after the position is
+-- a retry, the lease is released and the batch is redelivered from it;
+-- when the position reaches the batch end, the lease is released. A lease
+-- that ends otherwise (expiry) is redelivered from the position: events
+-- nobody acked are redelivered, never counted as done (events resolved
+-- ahead of them come again too; a dead-lettered one may then be both in
+-- the DLQ and redelivered, at least once).
+-- A message at or below the position, or already resolved under this
+-- lease -> success, noop (the same ack twice is a noop the second time;
+-- the first status given for a message wins). A wrong or expired lease ->
+-- success false, 'invalid or expired lease'; so is an ack without a lease
+-- id of a batch delivered more than once (gc_attempts > 1: a consumer
+-- whose lease expired may still hold it, and without the lease id its ack
+-- cannot be told from the current holder's); an unknown partition ->
+-- success false, 'unknown partition'. Returns: (idx 0-based,
+-- transaction_id, success, error, lease_released, dlq, noop, queue_name,
+-- partition_id, redeliver: the lease was released for a retry, so the
+-- batch comes back (false when released at the batch end)) per item
+-- (queue_name, partition_id NULL for an unknown partition).
 -- Set-based: the items' cursors are locked at once (key order); one read
 -- per queue matches the items against their leased batches, (position,
 -- batch end] through the (ev_partition, ev_txid, ev_id) index (each event
 -- keyed by its transactionId, else its message id, then hash-joined to
--- the items), a second read of (range start, position] only for items not
--- found there; the items are then applied in order in memory to the
--- cursors as the lock read them, and every cursor changed is written by
--- ONE UPDATE for the whole call (one row each). Cost: O(items + leased
--- events), a fixed number of statements. Its statements run with generic
--- plans (plan_cache_mode, set and restored inside).
+-- the items, with the event before it in the batch), a second read of
+-- (range start, position] only for items not found there; the items are
+-- then applied in order in memory to the cursors as the lock read them,
+-- and every cursor changed is written by ONE UPDATE for the whole call
+-- (one row each). Cost: O(items + leased events), a fixed number of
+-- statements (plus O(acks held ahead) per item in memory). Its statements
+-- run with generic plans (plan_cache_mode, set and restored inside).
 -- Locks: the items' cursor rows (FOR UPDATE, waits, in (queue, partition)
 -- order). Writes: group_cursor (one UPDATE for every cursor changed),
 -- group_dead_letter. The two reads run in the queue's generated functions
 -- pgque.group_ack_q<queue>_t<table> / group_ack_below_q<queue>_t<table>
 -- (group_plans): planned once per session, not per call.
 -- Called by: the broker (ack, ack batch, transactions).
+DO $drop$
+BEGIN
+    -- Earlier installs had no i_tenant: a new argument list is a new
+    -- function, so the old one goes (re-running the install keeps this one).
+    IF to_regprocedure('pgque.group_ack(text, text[], uuid[], text[], uuid[], text[])') IS NOT NULL THEN
+        DROP FUNCTION pgque.group_ack(text, text[], uuid[], text[], uuid[], text[]);
+    END IF;
+END;
+$drop$;
 CREATE OR REPLACE FUNCTION pgque.group_ack(i_group text, i_transaction_ids text[], i_partition_ids uuid[],
-                                           i_statuses text[], i_lease_ids uuid[], i_errors text[])
+                                           i_statuses text[], i_lease_ids uuid[], i_errors text[],
+                                           i_tenant text DEFAULT NULL)
 RETURNS TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, noop boolean,
-               queue_name text, partition_id int)
+               queue_name text, partition_id int, redeliver boolean)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
@@ -63,6 +94,7 @@ DECLARE
     o_rel     boolean[] := array_fill(false, ARRAY[v_n]);
     o_dlq     boolean[] := array_fill(false, ARRAY[v_n]);
     o_noop    boolean[] := array_fill(false, ARRAY[v_n]);
+    o_redo    boolean[] := array_fill(false, ARRAY[v_n]);
     o_queue   text[] := array_fill(NULL::text, ARRAY[v_n]);
     o_part    int[] := array_fill(NULL::int, ARRAY[v_n]);
     -- the cursor being applied (its state after the items so far)
@@ -77,9 +109,16 @@ DECLARE
     v_status  text;
     v_i       int;
     v_live    boolean;
-    v_end     boolean;
     v_fails   int;
     v_guc     text[];
+    -- the items' partitions, another tenant's replaced by NULL (unknown)
+    v_parts   uuid[] := i_partition_ids;
+    -- the cursor's acks ahead of its position (gc_acked, this lease's)
+    c_acked   pgque.group_acked[];
+    v_held    boolean;
+    v_next    boolean;
+    v_k       int;
+    v_m       int;
 BEGIN
     IF cardinality(i_partition_ids) IS DISTINCT FROM v_n
        OR (i_statuses IS NOT NULL AND cardinality(i_statuses) <> v_n)
@@ -104,6 +143,14 @@ BEGIN
     v_guc := ARRAY[current_setting('plan_cache_mode'), current_setting('enable_seqscan'), current_setting('enable_bitmapscan')];
     PERFORM set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
             set_config('enable_bitmapscan', 'off', true);
+    IF i_tenant IS NOT NULL THEN
+        -- Another tenant's partition is one that does not exist: its UUID
+        -- matches nothing below (no lock, no read, 'unknown partition').
+        SELECT array_agg(CASE WHEN q.queue_id IS NOT NULL THEN u.pu END ORDER BY u.o) INTO v_parts
+          FROM unnest(i_partition_ids) WITH ORDINALITY u(pu, o)
+          LEFT JOIN pgque.partition p ON p.part_uuid = u.pu
+          LEFT JOIN pgque.queue q ON q.queue_id = p.part_queue AND pgque.queue_in_tenant(q.queue_name, i_tenant);
+    END IF;
     SELECT grp_id INTO v_group FROM pgque.broker_group WHERE grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__');
     -- Lock every cursor of the batch at once, in key order (no deadlock
     -- between two batches naming the same cursors in other orders): the
@@ -113,30 +160,30 @@ BEGIN
     -- second read per cursor).
     SELECT coalesce(array_agg(c.gc ORDER BY k.part_queue, k.part_id), '{}') INTO a_gc
        FROM (SELECT DISTINCT p.part_queue, p.part_id FROM pgque.partition p
-              WHERE p.part_uuid = ANY (i_partition_ids) ORDER BY p.part_queue, p.part_id OFFSET 0) k
+              WHERE p.part_uuid = ANY (v_parts) ORDER BY p.part_queue, p.part_id OFFSET 0) k
       CROSS JOIN LATERAL (SELECT gc FROM pgque.group_cursor gc
                            WHERE gc.gc_queue = k.part_queue AND gc.gc_group = v_group AND gc.gc_partition = k.part_id
                              FOR UPDATE) c;
     FOR v_queue IN SELECT q.* FROM pgque.queue q
-                    WHERE q.queue_id IN (SELECT p.part_queue FROM pgque.partition p WHERE p.part_uuid = ANY (i_partition_ids))
+                    WHERE q.queue_id IN (SELECT p.part_queue FROM pgque.partition p WHERE p.part_uuid = ANY (v_parts))
                     ORDER BY q.queue_id LOOP
         -- The leased batches: (position, batch end], each event keyed by its
         -- transactionId (else its message id), matched to the items by hash.
         -- (generated: pgque.group_ack_q<queue>_t<current table>, group_plans)
         v_suffix := '_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table;
         FOR r IN EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4)', 'group_ack' || v_suffix)
-          USING i_transaction_ids, i_partition_ids, v_queue.queue_id, v_group
+          USING i_transaction_ids, v_parts, v_queue.queue_id, v_group
         LOOP
             a_ev_id[r.i] := r.ev_id; a_ev_time[r.i] := r.ev_time; a_ev_txid[r.i] := r.ev_txid; a_ev_data[r.i] := r.ev_data;
             a_pv_txid[r.i] := r.pv_txid; a_pv_id[r.i] := r.pv_id;
         END LOOP;
         -- Items not found there: are they at or below the position (inside
         -- the open range)? Read only for those, once per cursor.
-        IF EXISTS (SELECT 1 FROM unnest(i_transaction_ids, i_partition_ids, a_ev_id) WITH ORDINALITY u(t, pu, e, o)
+        IF EXISTS (SELECT 1 FROM unnest(i_transaction_ids, v_parts, a_ev_id) WITH ORDINALITY u(t, pu, e, o)
                      JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = v_queue.queue_id
                     WHERE u.t IS NOT NULL AND u.e IS NULL) THEN
             FOR r IN EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4, $5)', 'group_ack_below' || v_suffix)
-              USING i_transaction_ids, i_partition_ids, v_queue.queue_id, v_group, a_ev_id
+              USING i_transaction_ids, v_parts, v_queue.queue_id, v_group, a_ev_id
             LOOP
                 a_below[r.i] := true;
             END LOOP;
@@ -146,7 +193,7 @@ BEGIN
     -- Apply the items in order, cursor by cursor; write each cursor once.
     FOR r IN SELECT u.o::int AS i, u.t AS txn, u.st, u.ls, u.er, p.part_queue, p.part_id, q.queue_name AS qname,
                     q.queue_options
-               FROM unnest(i_transaction_ids, i_partition_ids,
+               FROM unnest(i_transaction_ids, v_parts,
                            coalesce(i_statuses, array_fill(NULL::text, ARRAY[v_n])),
                            coalesce(i_lease_ids, array_fill(NULL::uuid, ARRAY[v_n])),
                            coalesce(i_errors, array_fill(NULL::text, ARRAY[v_n]))) WITH ORDINALITY u(t, pu, st, ls, er, o)
@@ -162,6 +209,8 @@ BEGIN
         o_queue[v_i] := r.qname; o_part[v_i] := r.part_id;
         IF c_queue IS DISTINCT FROM r.part_queue OR c_part IS DISTINCT FROM r.part_id THEN
             IF c_dirty THEN
+                c_gc.gc_acked := CASE WHEN cardinality(c_acked) > 0 THEN c_acked END;
+                c_gc.gc_acked_lease := CASE WHEN cardinality(c_acked) > 0 THEN c_gc.gc_lease END;
                 a_out := a_out || c_gc;
             END IF;
             c_queue := r.part_queue; c_part := r.part_id; c_dirty := false;
@@ -175,6 +224,9 @@ BEGIN
             ELSE
                 c_gc := NULL;
             END IF;
+            -- the acks held ahead count only under the lease that took them
+            c_acked := CASE WHEN c_gc.gc_lease IS NOT NULL AND c_gc.gc_acked_lease = c_gc.gc_lease
+                            THEN coalesce(c_gc.gc_acked, '{}') ELSE '{}' END;
             v_opts := pgque.broker_options(r.queue_options);
             v_lim := (v_opts ->> 'retryLimit')::int;
             v_dlqok := (v_opts ->> 'deadLetterQueue')::boolean;
@@ -187,7 +239,12 @@ BEGIN
         v_status := lower(coalesce(r.st, 'completed'));
         v_status := CASE WHEN v_status IN ('completed', 'success', 'acked', 'ok', '') THEN 'completed'
                          WHEN v_status IN ('retry', 'dlq') THEN v_status ELSE 'failed' END;
-        v_live := c_gc.gc_lease IS NOT NULL AND c_gc.gc_lease_until > now() AND (r.ls IS NULL OR r.ls = c_gc.gc_lease);
+        -- The lease is the item's when it names it, or, naming none, when
+        -- the batch was delivered once only (after a redelivery a consumer
+        -- whose lease expired may still hold it: without the lease id its
+        -- ack would complete what the current holder is working on).
+        v_held := coalesce(c_gc.gc_lease IS NOT NULL AND c_gc.gc_lease_until > now(), false);
+        v_live := v_held AND coalesce(r.ls = c_gc.gc_lease, r.ls IS NULL AND c_gc.gc_attempts <= 1);
         IF NOT v_live OR a_ev_id[v_i] IS NULL
            OR (c_gc.gc_pos_txid IS NOT NULL AND (a_ev_txid[v_i], a_ev_id[v_i]) <= (c_gc.gc_pos_txid, c_gc.gc_pos)) THEN
             -- Not in the live batch after the position: in a live batch that
@@ -202,25 +259,44 @@ BEGIN
             END IF;
             CONTINUE;
         END IF;
-        v_end := a_ev_id[v_i] = c_gc.gc_lease_end;
+        -- Resolved already under this lease: the same ack again (or another
+        -- status for it; the first wins) is a noop.
+        v_k := NULL;
+        FOR v_m IN 1 .. cardinality(c_acked) LOOP
+            IF (c_acked[v_m]).ev_id = a_ev_id[v_i] THEN
+                v_k := v_m;
+                EXIT;
+            END IF;
+        END LOOP;
+        IF v_k IS NOT NULL THEN
+            o_success[v_i] := true; o_noop[v_i] := true;
+            CONTINUE;
+        END IF;
+        -- Next after the position: the event before it in the batch is the
+        -- position (or it is the batch's first).
+        v_next := a_pv_id[v_i] IS NULL
+                  OR (c_gc.gc_pos_txid IS NOT NULL AND (a_pv_txid[v_i], a_pv_id[v_i]) <= (c_gc.gc_pos_txid, c_gc.gc_pos));
         v_fails := CASE WHEN c_gc.gc_fail_ev = a_ev_id[v_i] THEN c_gc.gc_fails ELSE 0 END + 1;
         IF v_status = 'failed' AND v_fails > v_lim THEN
             v_status := 'exhausted';
         END IF;
         c_dirty := true;
         c_gc.gc_active := now();
+        o_success[v_i] := true;
         IF v_status IN ('retry', 'failed') THEN
-            -- Earlier ones done: the position moves to the event before it
-            -- (if that is after the position); the lease is released.
-            IF a_pv_id[v_i] IS NOT NULL
-               AND (c_gc.gc_pos_txid IS NULL OR (a_pv_txid[v_i], a_pv_id[v_i]) > (c_gc.gc_pos_txid, c_gc.gc_pos)) THEN
-                c_gc.gc_pos_txid := a_pv_txid[v_i]; c_gc.gc_pos := a_pv_id[v_i];
-            END IF;
-            c_gc.gc_lease := NULL; c_gc.gc_lease_until := NULL; c_gc.gc_end_txid := NULL; c_gc.gc_lease_end := NULL;
             IF v_status = 'failed' THEN
                 c_gc.gc_fail_ev := a_ev_id[v_i]; c_gc.gc_fails := v_fails;
             END IF;
-            o_success[v_i] := true; o_rel[v_i] := true;
+            IF v_next THEN
+                -- Redelivered from this message: the lease is released (the
+                -- position stays before it).
+                c_gc.gc_lease := NULL; c_gc.gc_lease_until := NULL; c_gc.gc_end_txid := NULL; c_gc.gc_lease_end := NULL;
+                c_acked := '{}';
+                o_rel[v_i] := true; o_redo[v_i] := true;
+            ELSE
+                -- Earlier events are still out: it waits for them.
+                c_acked := c_acked || ROW(a_ev_id[v_i], a_ev_txid[v_i], a_pv_id[v_i], true)::pgque.group_acked;
+            END IF;
             CONTINUE;
         END IF;
         IF v_status = 'dlq' AND v_dlqok OR v_status = 'exhausted' AND v_dlqok AND v_dlqmax THEN
@@ -231,15 +307,45 @@ BEGIN
             ON CONFLICT (gdl_queue, gdl_group, gdl_ev_id) DO NOTHING;
             o_dlq[v_i] := true;
         END IF;
+        IF c_gc.gc_fail_ev = a_ev_id[v_i] THEN
+            c_gc.gc_fail_ev := NULL; c_gc.gc_fails := 0;
+        END IF;
+        IF NOT v_next THEN
+            -- Resolved ahead of an event still out: held until it is.
+            c_acked := c_acked || ROW(a_ev_id[v_i], a_ev_txid[v_i], a_pv_id[v_i], false)::pgque.group_acked;
+            CONTINUE;
+        END IF;
         c_gc.gc_pos_txid := a_ev_txid[v_i]; c_gc.gc_pos := a_ev_id[v_i];
-        IF v_end THEN
+        -- The acks held ahead that now follow the position: the position
+        -- moves over the resolved ones; a retry releases the lease there.
+        LOOP
+            v_k := NULL;
+            FOR v_m IN 1 .. cardinality(c_acked) LOOP
+                IF (c_acked[v_m]).pv_id = c_gc.gc_pos THEN
+                    v_k := v_m;
+                    EXIT;
+                END IF;
+            END LOOP;
+            EXIT WHEN v_k IS NULL;
+            IF (c_acked[v_k]).retry THEN
+                c_gc.gc_lease := NULL; c_gc.gc_lease_until := NULL; c_gc.gc_end_txid := NULL; c_gc.gc_lease_end := NULL;
+                c_acked := '{}';
+                o_rel[v_i] := true; o_redo[v_i] := true;
+                EXIT;
+            END IF;
+            c_gc.gc_pos_txid := (c_acked[v_k]).ev_txid; c_gc.gc_pos := (c_acked[v_k]).ev_id;
+            c_acked := c_acked[:v_k - 1] || c_acked[v_k + 1:];
+        END LOOP;
+        IF c_gc.gc_lease IS NOT NULL AND c_gc.gc_pos = c_gc.gc_lease_end THEN
             c_gc.gc_lease := NULL; c_gc.gc_lease_until := NULL; c_gc.gc_end_txid := NULL; c_gc.gc_lease_end := NULL;
             c_gc.gc_attempts := 0;
+            c_acked := '{}';
+            o_rel[v_i] := true;
         END IF;
-        c_gc.gc_fail_ev := NULL; c_gc.gc_fails := 0;
-        o_success[v_i] := true; o_rel[v_i] := v_end;
     END LOOP;
     IF c_dirty THEN
+        c_gc.gc_acked := CASE WHEN cardinality(c_acked) > 0 THEN c_acked END;
+        c_gc.gc_acked_lease := CASE WHEN cardinality(c_acked) > 0 THEN c_gc.gc_lease END;
         a_out := a_out || c_gc;
     END IF;
     -- Every cursor changed, in one statement (one row each).
@@ -248,14 +354,15 @@ BEGIN
            SET gc_pos_txid = u.gc_pos_txid, gc_pos = u.gc_pos, gc_lease = u.gc_lease,
                gc_lease_until = u.gc_lease_until, gc_end_txid = u.gc_end_txid,
                gc_lease_end = u.gc_lease_end, gc_attempts = u.gc_attempts,
-               gc_fail_ev = u.gc_fail_ev, gc_fails = u.gc_fails, gc_active = u.gc_active
+               gc_fail_ev = u.gc_fail_ev, gc_fails = u.gc_fails, gc_active = u.gc_active,
+               gc_acked = u.gc_acked, gc_acked_lease = u.gc_acked_lease
           FROM unnest(a_out) u
          WHERE gc.gc_queue = u.gc_queue AND gc.gc_group = u.gc_group AND gc.gc_partition = u.gc_partition;
     END IF;
     RETURN QUERY
-        SELECT (u.o - 1)::int, u.t, u.s, u.e, u.rl, u.d, u.nn, u.qn, u.pi
-          FROM unnest(i_transaction_ids, o_success, o_error, o_rel, o_dlq, o_noop, o_queue, o_part)
-               WITH ORDINALITY u(t, s, e, rl, d, nn, qn, pi, o)
+        SELECT (u.o - 1)::int, u.t, u.s, u.e, u.rl, u.d, u.nn, u.qn, u.pi, u.rd
+          FROM unnest(i_transaction_ids, o_success, o_error, o_rel, o_dlq, o_noop, o_queue, o_part, o_redo)
+               WITH ORDINALITY u(t, s, e, rl, d, nn, qn, pi, rd, o)
          ORDER BY u.o;
     PERFORM set_config('plan_cache_mode', v_guc[1], true), set_config('enable_seqscan', v_guc[2], true),
             set_config('enable_bitmapscan', v_guc[3], true);

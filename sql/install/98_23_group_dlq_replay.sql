@@ -1,4 +1,6 @@
--- pgque.group_dlq_replay(i_id): move a group's dead letter back: it is
+-- pgque.group_dlq_replay(i_id, i_tenant): move a group's dead letter back
+-- (one of a queue of broker tenant i_tenant, queue_in_tenant; NULL: any
+-- queue: another tenant's id is one that does not exist): it is
 -- inserted again into its partition (the queue's current event table) with
 -- ev_owner = -group id, so only that group receives it (classic consumers
 -- and other groups skip it), and removed from the DLQ. Dedup is not
@@ -12,7 +14,10 @@ DO $drop$
 BEGIN
     -- Earlier installs returned only the message id (uuid), then no
     -- partition_id: a new return type needs the old function gone
-    -- (re-running the install keeps this one).
+    -- (re-running the install keeps this one); later ones had no i_tenant.
+    IF to_regprocedure('pgque.group_dlq_replay(bigint)') IS NOT NULL THEN
+        DROP FUNCTION pgque.group_dlq_replay(bigint);
+    END IF;
     IF EXISTS (SELECT 1 FROM pg_catalog.pg_proc
                 WHERE oid = to_regprocedure('pgque.group_dlq_replay(bigint)')
                   AND (prorettype = 'uuid'::regtype OR NOT ('partition_id' = ANY (coalesce(proargnames, '{}'))))) THEN
@@ -20,7 +25,7 @@ BEGIN
     END IF;
 END;
 $drop$;
-CREATE OR REPLACE FUNCTION pgque.group_dlq_replay(i_id bigint)
+CREATE OR REPLACE FUNCTION pgque.group_dlq_replay(i_id bigint, i_tenant text DEFAULT NULL)
 RETURNS TABLE (message_id uuid, queue_name text, partition_id int)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
@@ -30,7 +35,12 @@ DECLARE
     v_queue pgque.queue;
     v_id    bigint;
 BEGIN
-    DELETE FROM pgque.group_dead_letter WHERE gdl_id = i_id RETURNING * INTO v_dl;
+    DELETE FROM pgque.group_dead_letter d
+     WHERE d.gdl_id = i_id
+       AND (i_tenant IS NULL OR EXISTS (SELECT 1 FROM pgque.queue q
+                                         WHERE q.queue_id = d.gdl_queue
+                                           AND pgque.queue_in_tenant(q.queue_name, i_tenant)))
+    RETURNING * INTO v_dl;
     IF NOT FOUND THEN
         RETURN;
     END IF;

@@ -65,17 +65,17 @@ TO pgque_writer;
 GRANT EXECUTE ON FUNCTION
     pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz),
     pgque.pop_any(text, text, int, int, int, boolean, text, timestamptz),
-    pgque.pop_by_label(text, text, text, int, int, int, boolean, text, timestamptz),
+    pgque.pop_by_label(text, text, text, int, int, int, boolean, text, timestamptz, text),
     pgque.pop_partition(text, text, text, int, int, int, boolean, text, timestamptz),
-    pgque.group_ack(text, text[], uuid[], text[], uuid[], text[]),
-    pgque.group_lease_extend(uuid, int),
+    pgque.group_ack(text, text[], uuid[], text[], uuid[], text[], text),
+    pgque.group_lease_extend(uuid, int, text),
     pgque.group_reseed(text, text, int, int),
-    pgque.group_dlq_list(text, text, int, int)
+    pgque.group_dlq_list(text, text, int, int, text)
 TO pgque_reader;
 GRANT EXECUTE ON FUNCTION
     pgque.configure_queue(text, text, text, jsonb), pgque.broker_delete_queue(text),
     pgque.group_seek(text, text, boolean, timestamptz), pgque.group_delete(text, text, boolean),
-    pgque.group_dlq_replay(bigint), pgque.group_dlq_purge(text, text),
+    pgque.group_dlq_replay(bigint, text), pgque.group_dlq_purge(text, text),
     pgque.group_rotate(), pgque.group_rotation_xmin(int), pgque.group_rotation_pin(int, xid8),
     pgque.group_advance_idle(int), pgque.group_expire(int, xid8)
 TO pgque_admin;
@@ -83,7 +83,7 @@ TO pgque_admin;
 GRANT EXECUTE ON FUNCTION
     pgque.broker_queues(text), pgque.queue_depth(text, text), pgque.broker_queue_detail(text)
 TO pgque_reader, pgque_writer;
-GRANT EXECUTE ON FUNCTION pgque.group_lease_live(uuid) TO pgque_reader;
+GRANT EXECUTE ON FUNCTION pgque.group_lease_live(uuid, text) TO pgque_reader;
 GRANT EXECUTE ON FUNCTION pgque.group_set_subscription(text, text, text, timestamptz) TO pgque_admin;
 GRANT EXECUTE ON FUNCTION pgque.broker_tick(text), pgque.broker_tick(text, bigint[]) TO pgque_admin;
 -- Messages (GET / DELETE /api/v1/messages) and the maintenance switches.
