@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -37,8 +38,8 @@ func (s *Server) leaseExtend(w http.ResponseWriter, r *http.Request) error {
 	}
 	secs := 60
 	if req.Seconds != nil {
-		if *req.Seconds < 1 {
-			return badRequest("seconds must be at least 1")
+		if *req.Seconds < 1 || *req.Seconds > math.MaxInt32 {
+			return badRequest("seconds must be between 1 and 2147483647")
 		}
 		secs = *req.Seconds
 	}
@@ -79,6 +80,13 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request) error {
 	}
 	tenant := tenantOf(r)
 	var ns, task *string
+	for field, v := range map[string]*string{"namespace": req.Namespace, "task": req.Task} {
+		if v != nil {
+			if err := checkName(field, *v); err != nil {
+				return err
+			}
+		}
+	}
 	if req.Namespace != nil {
 		v := labelFor(tenant, *req.Namespace)
 		ns = &v

@@ -45,6 +45,9 @@ func shareKey(r *http.Request, q popQuery, kind string, parts ...string) string 
 // period, not one per pop.
 func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery, key, share string,
 	sub func() (<-chan struct{}, func()), pop popFunc) error {
+	if err := checkName("consumerGroup", q.pop.Group); err != nil {
+		return err
+	}
 	deadline := time.Now().Add(q.timeout)
 	// No wait for the queue's ticks in flight: a push is answered only once
 	// its tick is done (awaitTicks), so a client that saw its push answered

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"math"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -24,8 +26,8 @@ func intParam(r *http.Request, name string, def, minimum int) (int, error) {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < minimum {
-		return 0, badRequest(name + " must be an integer >= " + strconv.Itoa(minimum))
+	if err != nil || n < minimum || n > math.MaxInt32 {
+		return 0, badRequest(name + " must be an integer between " + strconv.Itoa(minimum) + " and 2147483647")
 	}
 	return n, nil
 }
@@ -121,6 +123,9 @@ func (s *Server) popPartition(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	part := r.PathValue("partition")
+	if err := checkName("partition", part); err != nil {
+		return err
+	}
 	return s.serveResult(w, r, q, gateKey(q.pop.Queue), shareKey(r, q, "partition", part), nil, func(ctx context.Context) (string, broker.PopResult, error) {
 		res, err := broker.PopPartition(ctx, s.pool, q.pop, part)
 		return q.pop.Queue, res, err
@@ -135,6 +140,9 @@ func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
 	ns, task := r.URL.Query().Get("namespace"), r.URL.Query().Get("task")
 	if ns == "" && task == "" {
 		return badRequest("namespace or task is required")
+	}
+	if err := errors.Join(checkName("namespace", ns), checkName("task", task)); err != nil {
+		return err
 	}
 	tenant := tenantOf(r)
 	return s.serveResult(w, r, q, wake.Key(tenant, ""), shareKey(r, q, "label", ns, task), nil, func(ctx context.Context) (string, broker.PopResult, error) {

@@ -16,8 +16,8 @@ const tenantSep = "\u241f"
 
 // storeName is the stored queue name of a client's queue name.
 func storeName(r *http.Request, queue string) (string, error) {
-	if strings.Contains(queue, tenantSep) {
-		return "", badRequest("queue name must not contain U+241F")
+	if err := checkName("queue name", queue); err != nil {
+		return "", err
 	}
 	t := tenantOf(r)
 	if t == "" || queue == "" {
