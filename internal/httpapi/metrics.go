@@ -79,6 +79,8 @@ func newMetrics(s *Server) *metrics {
 	gauge := func(name, help string, v func() float64) {
 		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v))
 	}
+	gauge("pgque_http_body_budget_used_bytes", "Part of --body-budget held by requests in flight (4 × their body size).",
+		func() float64 { s.bodies.mu.Lock(); defer s.bodies.mu.Unlock(); return float64(s.bodies.used) })
 	gauge("pgque_pool_total_conns", "Connections in the pool.", func() float64 { return float64(pool.Stat().TotalConns()) })
 	gauge("pgque_pool_acquired_conns", "Pool connections in use.", func() float64 { return float64(pool.Stat().AcquiredConns()) })
 	gauge("pgque_pool_idle_conns", "Idle pool connections.", func() float64 { return float64(pool.Stat().IdleConns()) })

@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"

@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"bytes"
-	"io"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
