@@ -77,9 +77,10 @@ func (s *Server) errTooLarge() error {
 }
 
 // readBody reads the whole request body into memory within the body
-// limit and budget, and returns what it took of the budget (to give
-// back when the request ends). A body of known length is charged before
-// it is read; a chunked one as it grows.
+// limit and budget, and returns what it took of the budget (to give back
+// when the request ends). The budget is charged as the body arrives, a
+// MiB at a time (a body sent slowly holds only what it sent), each step
+// before it is read.
 func (s *Server) readBody(r *http.Request) ([]byte, int64, error) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return nil, 0, nil
@@ -87,35 +88,23 @@ func (s *Server) readBody(r *http.Request) ([]byte, int64, error) {
 	if r.ContentLength > s.cfg.BodyLimit {
 		return nil, 0, s.errTooLarge()
 	}
-	var held int64
-	grow := func(n int64) error {
-		if !s.bodies.take(bodyCost(n)) {
-			return s.errBusy()
-		}
-		held += bodyCost(n)
-		return nil
-	}
-	if r.ContentLength > 0 {
-		if err := grow(r.ContentLength); err != nil {
-			return nil, held, err
-		}
-		buf := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			return nil, held, badRequest("bad body: reading it: " + err.Error())
-		}
-		return buf, held, nil
-	}
 	const step = 1 << 20
+	var held int64
 	var buf bytes.Buffer
 	for {
-		if err := grow(step); err != nil {
-			return nil, held, err
+		n := int64(step)
+		if r.ContentLength > 0 {
+			n = min(n, r.ContentLength-int64(buf.Len())+1) // +1: see the EOF
 		}
-		n, err := io.CopyN(&buf, r.Body, step)
+		if !s.bodies.take(bodyCost(n)) {
+			return nil, held, s.errBusy()
+		}
+		held += bodyCost(n)
+		got, err := io.CopyN(&buf, r.Body, n)
 		if int64(buf.Len()) > s.cfg.BodyLimit {
 			return nil, held, s.errTooLarge()
 		}
-		if err == io.EOF || (err == nil && n < step) {
+		if err == io.EOF || (err == nil && got < n) {
 			return buf.Bytes(), held, nil
 		}
 		if err != nil {
