@@ -58,6 +58,12 @@ back when the loop returns. So events committed by producers outside the
 broker, or by a broker that died before its tick, become poppable without
 pg_cron. Several brokers elect one ticking standby among themselves.
 
+Limits: requests are read within --read-header-timeout / --read-timeout
+(a slow body is cut), bodies in flight share --body-budget (503 with
+Retry-After past it), a push holds at most --push-max-items items (413),
+and open connections stay below the open-file limit (--max-connections):
+docs/broker.md ("Limits").
+
 SIGTERM / Ctrl-C drains: no new connections, waiting pops answer 204,
 requests in flight finish (up to --drain-timeout), then the pool closes.`,
 		Example: `  # next to pgquectl dev (its DSN), on the default port 6632
