@@ -103,9 +103,18 @@ func TestParkedPopsShareTheirChecks(t *testing.T) {
 			wg.Wait()
 			t.Logf("%s: idle %.1f transactions/s; with %d parked pops on %d queues: %.1f/s (checks: %.1f/s run, %.1f/s shared)",
 				tc.name, idle, queues*perQueue, queues, parked, runs/5, shared/5)
-			if parked-idle >= 50 {
-				t.Fatalf("%d parked pops on %d queues add %.1f transactions/s (idle %.1f/s), want < 50",
-					queues*perQueue, queues, parked-idle, idle)
+			// The hot-list answers an empty warm ring from memory, and a
+			// missing queue is re-checked every 5 s: well under 50/s. The
+			// SQL scan (--hotlist=false) asks PostgreSQL at every check: one
+			// check per queue at the 1 s backoff cap, ~50/s for 50 queues
+			// (was ~1,230/s); the bound allows 1.5 per queue.
+			limit := 50.0
+			if !tc.hot && !tc.missing {
+				limit = 1.5 * queues
+			}
+			if parked-idle >= limit {
+				t.Fatalf("%d parked pops on %d queues add %.1f transactions/s (idle %.1f/s), want < %.0f",
+					queues*perQueue, queues, parked-idle, idle, limit)
 			}
 		})
 	}
