@@ -65,6 +65,12 @@ back when the loop returns. So events committed by producers outside the
 broker, or by a broker that died before its tick, become poppable without
 pg_cron. Several brokers elect one ticking standby among themselves.
 
+Limits: requests are read within --read-header-timeout / --read-timeout
+(a slow body is cut), bodies in flight share --body-budget (503 with
+Retry-After past it), a push holds at most --push-max-items items (413),
+and open connections stay below the open-file limit (--max-connections):
+docs/broker.md ("Limits").
+
 SIGTERM / Ctrl-C drains: no new connections, waiting pops answer 204,
 requests in flight finish (up to --drain-timeout), then the pool closes.`,
 		Example: `  # next to pgquectl dev (its DSN), on the default port 6632
@@ -87,6 +93,13 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 	f.String("auth-secret", "", "HS256 secret: require a JWT bearer token on /api routes (env PGQUE_AUTH_SECRET; default: auth off)")
 	f.String("tenant-header", "", "with auth off: the request header naming the tenant (default: one tenant)")
 	f.Int64("body-limit", httpapi.DefaultBodyLimit, "largest request body in bytes (413 above)")
+	f.Int64("body-budget", httpapi.DefaultBodyBudget, "request bodies in flight at once, in bytes, each counted 4 times its size (body and decoded copies); past it 503 with Retry-After (at least 4 × --body-limit)")
+	f.Int("push-max-items", httpapi.DefaultPushMaxItems, "most items in one push (or in the pushes of one transaction); 413 above")
+	f.Duration("read-header-timeout", httpapi.DefaultReadHeaderTimeout, "time a client has to send a request's headers")
+	f.Duration("read-timeout", httpapi.DefaultReadTimeout, "time a client has to send a whole request, body included (a slow body is cut)")
+	f.Duration("idle-timeout", httpapi.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
+	f.Duration("write-timeout", 0, "time to answer a request once read (default: --long-poll-max + 35s, so a parked pop can answer)")
+	f.Int("max-connections", 0, "open client connections at most; at the cap a new one evicts the longest-waiting connection that is not being served, else gets 503 (default: the open-file limit less --pool-size and 64)")
 	f.Int32("pool-size", 20, "database connections at most (a waiting pop holds none)")
 	f.Duration("long-poll-max", httpapi.DefaultLongPollMax, "cap on a pop's wait timeout")
 	f.Duration("drain-timeout", httpapi.DefaultDrain, "on SIGTERM, how long requests in flight may take to finish")
@@ -110,6 +123,20 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	if a.v.GetInt64("body-limit") < 1024 {
 		return usagef("--body-limit must be at least 1024 bytes")
+	}
+	if b := a.v.GetInt64("body-budget"); b < 4*a.v.GetInt64("body-limit") {
+		return usagef("--body-budget must be at least 4 × --body-limit (%d bytes; got %d)", 4*a.v.GetInt64("body-limit"), b)
+	}
+	if n := a.v.GetInt("push-max-items"); n < 1 {
+		return usagef("--push-max-items must be at least 1")
+	}
+	for _, name := range []string{"read-header-timeout", "read-timeout", "idle-timeout"} {
+		if a.durationFlag(name) <= 0 {
+			return usagef("--%s must be positive", name)
+		}
+	}
+	if a.durationFlag("write-timeout") < 0 || a.v.GetInt("max-connections") < 0 {
+		return usagef("--write-timeout and --max-connections must not be negative")
 	}
 	if p := a.durationFlag("standby-tick-period"); p < time.Millisecond || p > time.Minute {
 		return usagef("--standby-tick-period must be between 1ms and 1m (got %s)", p)
@@ -140,6 +167,10 @@ func runServe(cmd *cobra.Command, a *app) error {
 	srv, err := httpapi.New(httpapi.Config{
 		Pool: pool, Conn: conn, Peers: !a.v.GetBool("no-peers"), Listen: a.v.GetString("listen"),
 		BodyLimit: a.v.GetInt64("body-limit"), LongPollMax: a.durationFlag("long-poll-max"),
+		BodyBudget: a.v.GetInt64("body-budget"), PushMaxItems: a.v.GetInt("push-max-items"),
+		ReadHeaderTimeout: a.durationFlag("read-header-timeout"), ReadTimeout: a.durationFlag("read-timeout"),
+		IdleTimeout: a.durationFlag("idle-timeout"), WriteTimeout: a.durationFlag("write-timeout"),
+		MaxConns:   a.v.GetInt("max-connections"),
 		AuthSecret: []byte(a.v.GetString("auth-secret")), TenantHeader: a.v.GetString("tenant-header"),
 		NoAutoTick: a.v.GetBool("no-auto-tick"), PushConcurrency: a.v.GetInt("push-concurrency"), Logger: a.log,
 		HotList: a.v.GetBool("hotlist"), HotListOptions: hot,

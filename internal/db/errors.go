@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"syscall"
@@ -37,6 +38,38 @@ func Code(err error) string {
 		return pgErr.Code
 	}
 	return ""
+}
+
+// IsDataException says whether err is the server refusing a value (SQLSTATE
+// class 22, data exception: out of range, invalid text representation,
+// untranslatable character, ...): the request's fault.
+func IsDataException(err error) bool { return strings.HasPrefix(Code(err), "22") }
+
+// ServerMessage is a server error's message (err.Error() for others).
+func ServerMessage(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Message
+	}
+	return err.Error()
+}
+
+// IsConnLost says whether err is the database connection failing under a
+// statement: the backend terminated (admin_shutdown, crash_shutdown), a
+// connection exception (class 08), or the socket closed or reset. A
+// write that failed so may have committed.
+func IsConnLost(err error) bool {
+	switch c := Code(err); {
+	case c == pgerrcode.AdminShutdown, c == pgerrcode.CrashShutdown, c == pgerrcode.CannotConnectNow,
+		strings.HasPrefix(c, "08"):
+		return true
+	case c != "":
+		return false
+	}
+	var opErr *net.OpError
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) || errors.As(err, &opErr) ||
+		errors.Is(err, pgconn.ErrConnClosed)
 }
 
 // IsPrivilege says whether err is the server refusing for lack of a

@@ -33,14 +33,14 @@ func (s *Server) configure(w http.ResponseWriter, r *http.Request) error {
 	tenant := tenantOf(r)
 	var ns, task *string
 	if req.Namespace != nil {
-		if err := checkLabel("namespace", *req.Namespace); err != nil {
+		if err := checkName("namespace", *req.Namespace); err != nil {
 			return err
 		}
 		v := labelFor(tenant, *req.Namespace)
 		ns = &v
 	}
 	if req.Task != nil {
-		if err := checkLabel("task", *req.Task); err != nil {
+		if err := checkName("task", *req.Task); err != nil {
 			return err
 		}
 		v := labelFor(tenant, *req.Task)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
@@ -23,15 +24,25 @@ func badRequest(msg string) error { return &apiError{status: http.StatusBadReque
 type apiError struct {
 	status int
 	msg    string
+	// retryAfter, when > 0, is sent as Retry-After (seconds).
+	retryAfter int
+	// err, when set, is the cause (logged for a 5xx).
+	err error
 }
 
-func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
+	}
+	return e.msg
+}
 func (e *apiError) Unwrap() error { return errBadRequest }
 
 // statusOf is the one error → HTTP status map. It returns the status and
 // the message for the client: the broker's own message for the request's
 // fault (invalid input, not found), a fixed text otherwise (database
-// details stay in the log).
+// details stay in the log). Bad input is 4xx, the database's trouble 503;
+// 500 is left for the broker's own bugs (and a role lacking a privilege).
 func statusOf(err error) (int, string) {
 	var ae *apiError
 	switch {
@@ -41,6 +52,12 @@ func statusOf(err error) (int, string) {
 		return http.StatusBadRequest, clientMessage(err, broker.ErrInvalidInput)
 	case errors.Is(err, broker.ErrNotFound):
 		return http.StatusNotFound, clientMessage(err, broker.ErrNotFound)
+	case db.IsDataException(err):
+		// A value PostgreSQL refused (class 22: out of range, bad
+		// encoding, NUL, a malformed literal) that validation let through.
+		return http.StatusBadRequest, "invalid input: " + db.ServerMessage(err)
+	case db.IsConnLost(err):
+		return http.StatusServiceUnavailable, "database connection lost"
 	case errors.Is(err, db.ErrUnreachable):
 		return http.StatusServiceUnavailable, "database unavailable"
 	case errors.Is(err, db.ErrNotInstalled):
@@ -67,7 +84,17 @@ func clientMessage(err, sentinel error) string {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := statusOf(err)
 	if status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", db.Describe(err))
+		cause := err
+		if ae := (*apiError)(nil); errors.As(err, &ae) && ae.err != nil {
+			cause = ae.err
+		}
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", db.Describe(cause))
+	}
+	var ae *apiError
+	if errors.As(err, &ae) && ae.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
+	} else if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, map[string]string{"error": msg})
 }
@@ -87,16 +114,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // noContent answers 204 without a body (and so without Content-Length).
 func noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
 
-// decodeBody reads the JSON body into v: 413 over the body limit, 400
-// {"error":"bad body: ..."} when it does not parse. An empty body is
-// allowed when optional.
+// decodeBody reads the JSON body into v: 400 {"error":"bad body: ..."}
+// when it does not parse. An empty body is allowed when optional. (The
+// body limit, budget and text checks ran in wrap, which read the body.)
 func decodeBody(r *http.Request, v any, optional bool) error {
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
-		}
 		if optional && errors.Is(err, errEOF) {
 			return nil
 		}
@@ -104,14 +127,6 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	}
 	if dec.More() {
 		return badRequest("bad body: trailing data after the JSON value")
-	}
-	// Read to the end so an oversized trailing part is noticed too.
-	var rest [1]byte
-	if _, err := r.Body.Read(rest[:]); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, msg: "request body too large"}
-		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"math"
 	"net/http"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
@@ -20,8 +21,8 @@ func (s *Server) leaseExtend(w http.ResponseWriter, r *http.Request) error {
 	}
 	secs := 60
 	if req.Seconds != nil {
-		if *req.Seconds < 1 {
-			return badRequest("seconds must be at least 1")
+		if *req.Seconds < 1 || *req.Seconds > math.MaxInt32 {
+			return badRequest("seconds must be between 1 and 2147483647")
 		}
 		secs = *req.Seconds
 	}

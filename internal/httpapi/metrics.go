@@ -25,6 +25,7 @@ type metrics struct {
 	acks       *prometheus.CounterVec
 	parked     prometheus.Gauge
 	wakes      prometheus.Counter
+	checks     *prometheus.CounterVec
 	peerHints  prometheus.Counter
 	hotWakes   prometheus.Counter
 	handler    http.Handler
@@ -50,9 +51,11 @@ func newMetrics(s *Server) *metrics {
 		Help: "Long-poll pops parked right now (holding no database connection)."})
 	m.wakes = prometheus.NewCounter(prometheus.CounterOpts{Name: "pgque_pop_wakes_total",
 		Help: "Parked pops woken by a push to their queue (local or peer)."})
+	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgque_pop_checks_total",
+		Help: "Pop checks: run (asked the database or the candidate source) or shared (answered by another parked pop's check of the same queue and group)."}, []string{"kind"})
 	m.peerHints = prometheus.NewCounter(prometheus.CounterOpts{Name: "pgque_peer_hints_total",
 		Help: "Wake hints received from other brokers (LISTEN/NOTIFY)."})
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.verdicts, m.popResults, m.pushes, m.acks, m.parked, m.wakes, m.peerHints} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.verdicts, m.popResults, m.pushes, m.acks, m.parked, m.wakes, m.checks, m.peerHints} {
 		f(c)
 	}
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgque_push_waiting",
@@ -76,6 +79,8 @@ func newMetrics(s *Server) *metrics {
 	gauge := func(name, help string, v func() float64) {
 		f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, v))
 	}
+	gauge("pgque_http_body_budget_used_bytes", "Part of --body-budget held by requests in flight (4 × their body size).",
+		func() float64 { s.bodies.mu.Lock(); defer s.bodies.mu.Unlock(); return float64(s.bodies.used) })
 	gauge("pgque_pool_total_conns", "Connections in the pool.", func() float64 { return float64(pool.Stat().TotalConns()) })
 	gauge("pgque_pool_acquired_conns", "Pool connections in use.", func() float64 { return float64(pool.Stat().AcquiredConns()) })
 	gauge("pgque_pool_idle_conns", "Idle pool connections.", func() float64 { return float64(pool.Stat().IdleConns()) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -25,8 +26,8 @@ func intParam(r *http.Request, name string, def, minimum int) (int, error) {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < minimum {
-		return 0, badRequest(name + " must be an integer >= " + strconv.Itoa(minimum))
+	if err != nil || n < minimum || n > math.MaxInt32 {
+		return 0, badRequest(name + " must be an integer between " + strconv.Itoa(minimum) + " and 2147483647")
 	}
 	return n, nil
 }
@@ -102,7 +103,7 @@ func (s *Server) popQueue(w http.ResponseWriter, r *http.Request) error {
 		// acks, reseeds that found work, peer hints.
 		sub = func() (<-chan struct{}, func()) { return s.hot.Subscribe(q.pop.Queue) }
 	}
-	return s.serveResult(w, r, q, gateKey(q.pop.Queue), sub, func(ctx context.Context) (string, broker.PopResult, error) {
+	return s.serveResult(w, r, q, gateKey(q.pop.Queue), shareKey(r, q, "queue"), sub, func(ctx context.Context) (string, broker.PopResult, error) {
 		res, err := s.cands.Pop(ctx, s.pool, q.pop)
 		return q.pop.Queue, res, err
 	})
@@ -117,7 +118,10 @@ func (s *Server) popPartition(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	part := r.PathValue("partition")
-	return s.serveResult(w, r, q, gateKey(q.pop.Queue), nil, func(ctx context.Context) (string, broker.PopResult, error) {
+	if err := checkName("partition", part); err != nil {
+		return err
+	}
+	return s.serveResult(w, r, q, gateKey(q.pop.Queue), shareKey(r, q, "partition", part), nil, func(ctx context.Context) (string, broker.PopResult, error) {
 		res, err := broker.PopPartition(ctx, s.pool, q.pop, part)
 		return q.pop.Queue, res, err
 	})
@@ -132,16 +136,14 @@ func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
 	if ns == "" && task == "" {
 		return badRequest("namespace or task is required")
 	}
-	if err := checkLabel("namespace", ns); err != nil {
-		return err
-	}
-	if err := checkLabel("task", task); err != nil {
+	if err := errors.Join(checkName("namespace", ns), checkName("task", task)); err != nil {
 		return err
 	}
 	tenant := tenantOf(r)
-	return s.serveResult(w, r, q, wake.Key(tenant, ""), nil, func(ctx context.Context) (string, broker.PopResult, error) {
-		// Labels are stored tenant-scoped (configure), and the SQL pops
-		// only the caller's tenant's queues besides.
+	return s.serveResult(w, r, q, wake.Key(tenant, ""), shareKey(r, q, "label", ns, task), nil, func(ctx context.Context) (string, broker.PopResult, error) {
+		// Labels are stored tenant-scoped (configure), so a tenant's
+		// label pop only finds that tenant's queues; the SQL pops only the
+		// caller's tenant's queues besides.
 		return broker.PopByLabelIn(ctx, s.pool, scopeOf(r), labelFor(tenant, ns), labelFor(tenant, task), q.pop)
 	})
 }
@@ -156,95 +158,6 @@ func labelFor(tenant, label string) string {
 		return label
 	}
 	return tenant + labelSep + label
-}
-
-// serveResult runs pop attempts until one yields messages, the request
-// times out (wait) or after the first attempt (no wait). Between attempts
-// no database connection is held: the request parks on the gate key,
-// opened by a push to the queue (local or from a peer broker), and
-// re-checks with backoff 100 ms ×3, then doubling, capped at 1 s. sub,
-// when set, subscribes to a second wake source (the hot-list's).
-func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery, key string,
-	sub func() (<-chan struct{}, func()), pop popFunc) error {
-	deadline := time.Now().Add(q.timeout)
-	// No wait for the queue's ticks in flight: a push is answered only once
-	// its tick is done (awaitTicks), so a client that saw its push answered
-	// can already pop it. Waiting here for ticks requested by other pushes
-	// cost every pop of a busy queue up to two tick durations.
-	delay, step := 100*time.Millisecond, 0
-	var hot <-chan struct{}
-	if sub != nil && q.wait {
-		ch, cancel := sub()
-		defer cancel()
-		hot = ch
-	}
-	var dbTime, parkTime time.Duration
-	for {
-		ch, release := s.gates.Wait(key)
-		ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
-		t0 := time.Now()
-		var queue string
-		var res broker.PopResult
-		var err error
-		if !s.maintenance(ctx).Pop { // pop maintenance: empty, no database call
-			queue, res, err = pop(ctx)
-		}
-		dbTime += time.Since(t0)
-		cancel()
-		if errors.Is(err, broker.ErrNotFound) {
-			// A queue that does not exist yet is empty: a consumer may
-			// start before its producer (the first push creates it).
-			err = nil
-		}
-		if err != nil {
-			release()
-			return err
-		}
-		s.countVerdicts(res)
-		if len(res.Messages) > 0 {
-			release()
-			s.metrics.popResults.WithLabelValues("messages").Inc()
-			setServerTiming(w, timing{"db", dbTime}, timing{"park", parkTime})
-			writeJSON(w, http.StatusOK, s.popResponse(r, queue, q.pop, res))
-			return nil
-		}
-		remaining := time.Until(deadline)
-		if !q.wait || remaining <= 0 {
-			release()
-			s.metrics.popResults.WithLabelValues("empty").Inc()
-			setServerTiming(w, timing{"db", dbTime}, timing{"park", parkTime})
-			noContent(w)
-			return nil
-		}
-		timer := time.NewTimer(min(delay, remaining))
-		s.metrics.parked.Inc()
-		t1 := time.Now()
-		var done bool
-		select {
-		case <-ch:
-			s.metrics.wakes.Inc()
-		case <-hot:
-			s.metrics.hotWakes.Inc()
-		case <-timer.C:
-		case <-r.Context().Done():
-			done = true
-		case <-s.stopping:
-			done = true
-		}
-		s.metrics.parked.Dec()
-		parkTime += time.Since(t1)
-		timer.Stop()
-		release()
-		if done {
-			s.metrics.popResults.WithLabelValues("empty").Inc()
-			setServerTiming(w, timing{"db", dbTime}, timing{"park", parkTime})
-			noContent(w)
-			return nil
-		}
-		if step++; step >= 3 {
-			delay = min(delay*2, time.Second)
-		}
-	}
 }
 
 func (s *Server) countVerdicts(res broker.PopResult) {

@@ -3,12 +3,14 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // pushItem is one item of POST /api/v1/push (and of a transaction's push).
@@ -36,6 +38,11 @@ type pushResult struct {
 func pushItems(r *http.Request, items []pushItem, field string) ([]broker.Item, error) {
 	out := make([]broker.Item, len(items))
 	for i, it := range items {
+		if it.Partition != nil {
+			if err := checkName(fmt.Sprintf("%s[%d].partition", field, i), *it.Partition); err != nil {
+				return nil, err
+			}
+		}
 		if it.Queue == nil || *it.Queue == "" {
 			return nil, badRequest(fmt.Sprintf("%s[%d].queue is required", field, i))
 		}
@@ -68,6 +75,9 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	if req.Items == nil {
 		return badRequest("items is required")
 	}
+	if err := s.checkPushSize(len(*req.Items)); err != nil {
+		return err
+	}
 	items, err := pushItems(r, *req.Items, "items")
 	if err != nil {
 		return err
@@ -75,7 +85,7 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	t0 := time.Now()
 	res, err := s.pusher.Push(r.Context(), items)
 	if err != nil {
-		return err
+		return maybeStored(err)
 	}
 	t1 := time.Now()
 	s.awaitTicks(r.Context(), s.afterPush(res, broker.EventPushed))
@@ -87,6 +97,27 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// checkPushSize refuses a push (the pushes of a transaction together) of
+// more than PushMaxItems items: 413, not retryable as it is.
+func (s *Server) checkPushSize(n int) error {
+	if n > s.cfg.PushMaxItems {
+		return &apiError{status: http.StatusRequestEntityTooLarge,
+			msg: fmt.Sprintf("a push holds at most %d items (got %d; --push-max-items): split it into several pushes", s.cfg.PushMaxItems, n)}
+	}
+	return nil
+}
+
+// maybeStored answers a write whose outcome is unknown - its database
+// connection died under the statement, or its deadline passed while the
+// statement ran - with 503 saying so: it may have committed.
+func maybeStored(err error) error {
+	if db.IsConnLost(err) || errors.Is(err, context.DeadlineExceeded) {
+		return &apiError{status: http.StatusServiceUnavailable, retryAfter: 1, err: err,
+			msg: "the database connection failed during the write: it may have been stored; retry it - with a transactionId on each item the retry is safe (an item already stored answers \"duplicate\")"}
+	}
+	return err
 }
 
 // afterPush runs once pushes committed: metrics, the candidate source

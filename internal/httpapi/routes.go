@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -112,19 +114,33 @@ func tenantOf(r *http.Request) string {
 	return t
 }
 
-// wrap is the middleware of every route: body limit, auth, tenant, the
+// wrap is the middleware of every route: auth, the body (read whole
+// within the body limit and budget, held until the answer), the text
+// checks of path, query and body (valid UTF-8, no NUL), tenant, the
 // handler, its error through the error map, access log and metrics.
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		w := &statusWriter{ResponseWriter: rw}
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.BodyLimit)
 		tenant, err := s.authorize(r, rt.access)
+		if err == nil {
+			var body []byte
+			var held int64
+			body, held, err = s.readBody(r)
+			defer s.bodies.put(held)
+			if err == nil {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				err = checkRequestText(r, body)
+			}
+		}
+		markBusy(r)
 		if err == nil {
 			if tenant == "" && s.cfg.TenantHeader != "" && len(s.cfg.AuthSecret) == 0 {
 				tenant = r.Header.Get(s.cfg.TenantHeader)
 				if strings.Contains(tenant, tenantSep) || strings.ContainsRune(tenant, 0x1f) {
 					err = badRequest("the tenant header must not contain U+241F or 0x1f")
+				} else {
+					err = checkText("the tenant header", tenant)
 				}
 			}
 		}

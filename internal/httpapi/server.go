@@ -54,6 +54,21 @@ type Config struct {
 	Listen string
 	// BodyLimit caps request bodies (413 above); 0 = DefaultBodyLimit.
 	BodyLimit int64
+	// BodyBudget caps the request bodies in flight, each charged 4 times
+	// its size (the body and its decoded copies): past it, 503 with
+	// Retry-After. 0 = DefaultBodyBudget; at least 4 × BodyLimit.
+	BodyBudget int64
+	// PushMaxItems caps the items of one push (of a transaction's pushes
+	// together): 413 above. 0 = DefaultPushMaxItems.
+	PushMaxItems int
+	// ReadHeaderTimeout, ReadTimeout (the whole request, body included)
+	// and IdleTimeout (keep-alive) of the HTTP server; 0 = the defaults.
+	// WriteTimeout 0 = LongPollMax + 35 s (a parked pop's answer, after
+	// its last database check).
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout, WriteTimeout time.Duration
+	// MaxConns caps open connections (Start); 0 = the open-file limit
+	// less the pool's connections and a reserve of 64.
+	MaxConns int
 	// LongPollMax caps a pop's wait timeout; 0 = DefaultLongPollMax.
 	LongPollMax time.Duration
 	// AuthSecret, when set, requires an HS256 JWT on /api routes.
@@ -99,6 +114,7 @@ type Server struct {
 	metrics *metrics
 	origin  string
 	started time.Time
+	bodies  *budget
 	handler http.Handler
 	defMode string // the engine's mode for requests naming none ("all" / "new")
 
@@ -129,6 +145,27 @@ func New(cfg Config) (*Server, error) {
 	if cfg.LongPollMax <= 0 {
 		cfg.LongPollMax = DefaultLongPollMax
 	}
+	if cfg.BodyBudget <= 0 {
+		cfg.BodyBudget = max(DefaultBodyBudget, bodyCost(cfg.BodyLimit))
+	}
+	if cfg.BodyBudget < bodyCost(cfg.BodyLimit) {
+		return nil, fmt.Errorf("httpapi: the body budget (%d bytes) must hold one body of the largest size (4 × the body limit, %d bytes)", cfg.BodyBudget, bodyCost(cfg.BodyLimit))
+	}
+	if cfg.PushMaxItems <= 0 {
+		cfg.PushMaxItems = DefaultPushMaxItems
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = cfg.LongPollMax + dbTimeout + 5*time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -140,7 +177,7 @@ func New(cfg Config) (*Server, error) {
 	_, _ = rand.Read(id[:])
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "broker"), pool: cfg.Pool, gates: wake.New(),
 		cands: cfg.Candidates, origin: hex.EncodeToString(id[:]), started: time.Now(), stopping: make(chan struct{}),
-		defMode: defMode}
+		bodies: &budget{cap: cfg.BodyBudget}, defMode: defMode}
 	if s.cands == nil && cfg.HotList {
 		o := cfg.HotListOptions
 		if o.Logger == nil {
@@ -237,7 +274,14 @@ func (s *Server) Start(ctx context.Context) error {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+	maxConns := s.cfg.MaxConns
+	if maxConns <= 0 {
+		maxConns = autoMaxConns(int(s.pool.Config().MaxConns))
+	}
+	ln = newConnLimiter(ln, maxConns, s.log)
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout,
+		ConnState: connState, ConnContext: connContext,
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.mu.Lock()
 	s.srv, s.ln = srv, ln
@@ -247,7 +291,7 @@ func (s *Server) Start(ctx context.Context) error {
 			s.log.Error("HTTP server stopped", "err", err)
 		}
 	}()
-	s.log.Info("broker listening", "addr", ln.Addr().String())
+	s.log.Info("broker listening", "addr", ln.Addr().String(), "max_connections", maxConns)
 	return nil
 }
 

@@ -35,8 +35,8 @@ func checkTenant(t string) error {
 
 // storeName is the stored queue name of a client's queue name.
 func storeName(r *http.Request, queue string) (string, error) {
-	if strings.Contains(queue, tenantSep) {
-		return "", badRequest("queue name must not contain U+241F")
+	if err := checkName("queue name", queue); err != nil {
+		return "", err
 	}
 	if len(queue) > MaxQueueNameBytes {
 		return "", badRequest(fmt.Sprintf("queue name is %d bytes; the limit is %d", len(queue), MaxQueueNameBytes))
@@ -94,13 +94,3 @@ func storedOfKey(key string) string {
 // label to its tenant's queues (the default tenant's too: a token without a
 // tenant reaches no tenant's queue).
 func scopeOf(r *http.Request) broker.Scope { return broker.InTenant(tenantOf(r)) }
-
-// checkLabel refuses a namespace / task label holding U+241F or 0x1f: a
-// tenant's labels are stored as "<tenant>␟<label>", so such a label could
-// name another tenant's.
-func checkLabel(field, label string) error {
-	if strings.Contains(label, tenantSep) || strings.ContainsRune(label, 0x1f) {
-		return badRequest(field + " must not contain U+241F or 0x1f")
-	}
-	return nil
-}

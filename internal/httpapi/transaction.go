@@ -51,6 +51,15 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 	}
 	ops := *req.Operations
 	// Validate everything before touching the database.
+	n := 0
+	for _, op := range ops {
+		if op.Items != nil {
+			n += len(*op.Items)
+		}
+	}
+	if err := s.checkPushSize(n); err != nil {
+		return err
+	}
 	pushes := make([][]broker.Item, len(ops))
 	for i, op := range ops {
 		switch op.Type {

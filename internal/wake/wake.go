@@ -20,6 +20,9 @@ type Gates struct {
 type gate struct {
 	ch      chan struct{}
 	waiters int
+	// rounds are the shared re-checks of this gate's waiters (Check),
+	// by question; they die with the gate (a Signal makes them stale).
+	rounds map[string]*round
 }
 
 // New returns an empty set of gates.
@@ -30,28 +33,8 @@ func New() *Gates { return &Gates{gates: map[string]*gate{}} }
 // channel BEFORE checking the database, so a signal that arrives between
 // the check and the wait is not lost.
 func (g *Gates) Wait(key string) (<-chan struct{}, func()) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	gt := g.gates[key]
-	if gt == nil {
-		gt = &gate{ch: make(chan struct{})}
-		g.gates[key] = gt
-	}
-	gt.waiters++
-	ch := gt.ch
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			if cur := g.gates[key]; cur != nil && cur.ch == ch {
-				cur.waiters--
-				if cur.waiters == 0 {
-					delete(g.gates, key)
-				}
-			}
-		})
-	}
+	t := g.Park(key)
+	return t.C, t.Release
 }
 
 // Signal wakes every waiter of key; it reports whether there was one.
