@@ -107,6 +107,13 @@ func (r *chaosRun) backlog() int {
 // with one defect planted (a lost message, two deliveries swapped, one
 // after its ack, one under a live lease, an event stored twice, an
 // acknowledged push not stored): a checker that passes everything fails.
+//
+// Shown to fail: with the brokers' sessions on synchronous_commit = off
+// (5 acknowledged pushes lost in 30 s, messages delivered again after
+// their ack succeeded) and with dedup off (dedupWindowSeconds 0: retried
+// pushes stored twice).
+//
+//	PGQUE_SOAK_DURATION=5m go test -count=1 -v -timeout 20m -run TestServeSoakCrashes ./cmd/pgquectl/
 func TestServeSoakCrashes(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -261,13 +268,19 @@ func TestServeSoakCrashes(t *testing.T) {
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	rec := run.rec
-	v := rec.violations()
-	for i, s := range v {
-		if i == 40 {
-			t.Errorf("... and %d more", len(v)-i)
-			break
+	// Each kind of violation: its count and its first 5.
+	byKind := map[string][]string{}
+	var kinds []string
+	for _, s := range rec.violations() {
+		kind, _, _ := strings.Cut(s, ": ")
+		if byKind[kind] == nil {
+			kinds = append(kinds, kind)
 		}
-		t.Error(s)
+		byKind[kind] = append(byKind[kind], s)
+	}
+	for _, kind := range kinds {
+		v := byKind[kind]
+		t.Errorf("%d x %s, e.g.\n\t%s", len(v), kind, strings.Join(v[:min(5, len(v))], "\n\t"))
 	}
 	chaosSelfCheck(t, rec)
 
@@ -340,7 +353,7 @@ func brokerFailures(br *soakBroker) []string {
 		}
 		sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] || m[keys[i]] == m[keys[j]] && keys[i] < keys[j] })
 		for i, k := range keys {
-			if i == 8 {
+			if i == 12 {
 				out = append(out, fmt.Sprintf("... %d more kinds", len(keys)-i))
 				break
 			}
@@ -365,7 +378,8 @@ func sumCodes(m map[int]int) int {
 }
 
 // missing says what the drain still waits for ("" = nothing): stored
-// events or acknowledged pushes not yet delivered in a group.
+// events not yet delivered in a group (an acknowledged push that was not
+// stored never comes: the verdict reports it).
 func (r *chaosRun) missing() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -375,11 +389,6 @@ func (r *chaosRun) missing() string {
 		for txn := range r.rec.stored {
 			if !r.firsts[g][txn] {
 				miss = append(miss, txn)
-			}
-		}
-		for txn := range r.rec.acked {
-			if r.rec.stored[txn] == 0 && !r.firsts[g][txn] {
-				miss = append(miss, txn+" (acknowledged, not stored)")
 			}
 		}
 		if len(miss) > 0 {
