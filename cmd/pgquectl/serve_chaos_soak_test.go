@@ -150,7 +150,7 @@ func TestServeSoakCrashes(t *testing.T) {
 	start := time.Now()
 
 	run := &chaosRun{
-		rec: chaosRecord{attempted: map[string]bool{}, acked: map[string]string{}, ackedAt: map[string]time.Time{}},
+		rec:       chaosRecord{attempted: map[string]bool{}, acked: map[string]string{}, ackedAt: map[string]time.Time{}},
 		pushCodes: map[int]int{}, popCodes: map[int]int{}, ackCodes: map[int]int{}, firsts: map[string]map[string]bool{},
 	}
 	for _, g := range chaosGroups {
