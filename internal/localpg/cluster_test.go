@@ -279,3 +279,63 @@ func TestSocketDirFallback(t *testing.T) {
 		t.Errorf("short state dir: %q", d)
 	}
 }
+
+// TestCrashRestart: CrashRestart is a crash, not a shutdown: the server
+// comes back on the same port under a new postmaster after crash recovery
+// (its log says so; a fast or smart stop writes a shutdown checkpoint and
+// needs none), the open session is cut, what was committed is there and
+// what was not is gone.
+func TestCrashRestart(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c, err := EnsureRunning(ctx, Options{StateDir: stateDir(t), Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy(context.Background()) })
+	conn, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `CREATE TABLE crash (v text); INSERT INTO crash VALUES ('committed')`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO crash VALUES ('open')`); err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CrashRestart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.Status(ctx)
+	if err != nil || !after.Running || after.PID == before.PID || after.Port != before.Port {
+		t.Fatalf("after the crash restart: %+v (%v); before: pid %d port %d", after, err, before.PID, before.Port)
+	}
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("a transaction open across the crash committed")
+	}
+	log, err := os.ReadFile(c.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "automatic recovery in progress") {
+		t.Errorf("no crash recovery in the server log:\n%s", tail(log, 20))
+	}
+	again, err := pgx.Connect(ctx, c.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close(context.Background())
+	var got string
+	if err := again.QueryRow(ctx, `SELECT string_agg(v, ',') FROM crash`).Scan(&got); err != nil || got != "committed" {
+		t.Fatalf("rows after the crash: %q (%v), want committed only", got, err)
+	}
+}

@@ -328,3 +328,24 @@ func (c *Cluster) Reload(ctx context.Context) error {
 	}
 	return nil
 }
+
+// CrashRestart simulates a crash of PostgreSQL and waits until the cluster
+// is back: `pg_ctl -m immediate restart` (every server process quits at
+// once, without a shutdown checkpoint, and the start runs crash recovery),
+// on the same port. Sessions are cut; what was committed survives (fsync
+// off loses data only in a crash of the machine, not of the server). For
+// tests of crash safety.
+func (c *Cluster) CrashRestart(ctx context.Context) error {
+	if _, alive, err := c.postmaster(); err != nil || !alive {
+		if err == nil {
+			err = fmt.Errorf("the cluster in %s is not running", c.StateDir)
+		}
+		return err
+	}
+	out, err := c.run(ctx, c.Bin.Path("pg_ctl"), "-D", c.DataDir, "-l", c.LogFile, "-m", "immediate", "-w",
+		"-t", strconv.Itoa(int(startTimeout/time.Second)), "restart")
+	if err != nil {
+		return fmt.Errorf("pg_ctl -m immediate restart failed: %w\n%s\n--- %s (last lines) ---\n%s", err, tail(out, 10), c.LogFile, c.logTail(20))
+	}
+	return nil
+}
