@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -72,10 +73,18 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := dbCtx(r)
 	defer cancel()
 	if err := broker.DeleteQueue(ctx, s.pool, q); err != nil {
+		if errors.Is(err, broker.ErrNotFound) {
+			// Queen's answer: a delete is idempotent (clients delete before
+			// they create, and a 404 would throw there). Another tenant's
+			// queue is answered the same way.
+			writeJSON(w, http.StatusOK, map[string]any{"deleted": false, "existed": false,
+				"queue": r.PathValue("queue"), "message": "Queue not found, nothing was deleted"})
+			return nil
+		}
 		return err
 	}
 	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Queue: q})
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "queue": r.PathValue("queue")})
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "existed": true, "queue": r.PathValue("queue")})
 	return nil
 }
 
