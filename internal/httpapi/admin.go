@@ -200,7 +200,10 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Group: r.PathValue("group")})
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "consumerGroup": r.PathValue("group"), "cursors": n})
+	// Queen's fields (success, deletedPartitions, metadataDeleted) and ours.
+	// metadataDeleted: the group's subscriptions are always deleted.
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted": true, "consumerGroup": r.PathValue("group"),
+		"deletedPartitions": n, "metadataDeleted": true, "cursors": n})
 	return nil
 }
 
@@ -216,8 +219,9 @@ func (s *Server) deleteGroupQueue(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Queue: q, Group: r.PathValue("group")})
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "consumerGroup": r.PathValue("group"),
-		"queue": r.PathValue("queue"), "cursors": n})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted": true, "consumerGroup": r.PathValue("group"),
+		"queueName": r.PathValue("queue"), "queue": r.PathValue("queue"), "deletedPartitions": n,
+		"metadataDeleted": true, "cursors": n})
 	return nil
 }
 

@@ -36,3 +36,36 @@ func TestQueenDeleteQueueIdempotent(t *testing.T) {
 		t.Fatalf("second delete: %+v", got)
 	}
 }
+
+// Deleting a consumer group answers Queen's fields: success,
+// consumerGroup, deletedPartitions (the group's partition cursors
+// deleted), metadataDeleted, and queueName for the per-queue route.
+func TestQueenDeleteGroupFields(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{})
+	b.push(item("q", "p", 1, ""))
+	for _, g := range []string{"g1", "g2"} {
+		if got := groupGot(t, b, "q", g, ""); len(got) != 1 {
+			t.Fatalf("group %s got %v", g, got)
+		}
+	}
+	type answer struct {
+		Success           *bool  `json:"success"`
+		ConsumerGroup     string `json:"consumerGroup"`
+		QueueName         string `json:"queueName"`
+		DeletedPartitions *int   `json:"deletedPartitions"`
+		MetadataDeleted   *bool  `json:"metadataDeleted"`
+	}
+	var a answer
+	b.must(200, "DELETE", "/api/v1/consumer-groups/g1/queues/q", nil, &a)
+	if a.Success == nil || !*a.Success || a.ConsumerGroup != "g1" || a.QueueName != "q" ||
+		a.DeletedPartitions == nil || *a.DeletedPartitions < 1 || a.MetadataDeleted == nil {
+		t.Fatalf("per-queue delete: %+v", a)
+	}
+	a = answer{}
+	b.must(200, "DELETE", "/api/v1/consumer-groups/g2", nil, &a)
+	if a.Success == nil || !*a.Success || a.ConsumerGroup != "g2" || a.DeletedPartitions == nil ||
+		*a.DeletedPartitions < 1 || a.MetadataDeleted == nil {
+		t.Fatalf("delete from every queue: %+v", a)
+	}
+}
