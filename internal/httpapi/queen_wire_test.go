@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/pgquectl/pgquectl/internal/httpapi"
@@ -67,5 +68,35 @@ func TestQueenDeleteGroupFields(t *testing.T) {
 	if a.Success == nil || !*a.Success || a.ConsumerGroup != "g2" || a.DeletedPartitions == nil ||
 		*a.DeletedPartitions < 1 || a.MetadataDeleted == nil {
 		t.Fatalf("delete from every queue: %+v", a)
+	}
+}
+
+// Queen's transaction may carry "kv" and "timers" riders (its KV store
+// and timers; a once-gate is a kv putIfAbsent). This broker has neither:
+// a transaction carrying one is refused with 400 and runs nothing, instead
+// of committing the rest without its gate. Empty riders are accepted.
+func TestQueenTransactionRidersRefused(t *testing.T) {
+	e := setup(t)
+	b := e.start(httpapi.Config{})
+	push := map[string]any{"type": "push", "items": []any{item("q", "p", 1, "t1")}}
+	for _, rider := range []map[string]any{
+		{"kv": []any{map[string]any{"op": "putIfAbsent", "ns": "once", "key": "k", "value": true, "required": true}}},
+		{"timers": []any{map[string]any{"op": "schedule", "queue": "q", "key": "k", "delay": "1h"}}},
+	} {
+		body := map[string]any{"operations": []any{push}}
+		for k, v := range rider {
+			body[k] = v
+		}
+		code, out, _ := b.do("POST", "/api/v1/transaction", body)
+		if code != 400 || !strings.Contains(string(out), "not supported") {
+			t.Fatalf("rider %v: %d %s", rider, code, out)
+		}
+	}
+	if n := e.int(`SELECT count(*) FROM pgque.queue`); n != 0 {
+		t.Fatalf("a refused transaction created %d queues", n)
+	}
+	b.must(200, "POST", "/api/v1/transaction", map[string]any{"operations": []any{push}, "kv": []any{}, "timers": nil}, nil)
+	if p := b.pop("/api/v1/pop/queue/q/partition/p?autoAck=true"); p == nil || len(p.Messages) != 1 {
+		t.Fatalf("transaction with empty riders: %+v", p)
 	}
 }
