@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -72,10 +73,18 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := dbCtx(r)
 	defer cancel()
 	if err := broker.DeleteQueue(ctx, s.pool, q); err != nil {
+		if errors.Is(err, broker.ErrNotFound) {
+			// Queen's answer: a delete is idempotent (clients delete before
+			// they create, and a 404 would throw there). Another tenant's
+			// queue is answered the same way.
+			writeJSON(w, http.StatusOK, map[string]any{"deleted": false, "existed": false,
+				"queue": r.PathValue("queue"), "message": "Queue not found, nothing was deleted"})
+			return nil
+		}
 		return err
 	}
 	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Queue: q})
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "queue": r.PathValue("queue")})
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "existed": true, "queue": r.PathValue("queue")})
 	return nil
 }
 
@@ -191,7 +200,10 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Group: r.PathValue("group")})
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "consumerGroup": r.PathValue("group"), "cursors": n})
+	// Queen's fields (success, deletedPartitions, metadataDeleted) and ours.
+	// metadataDeleted: the group's subscriptions are always deleted.
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted": true, "consumerGroup": r.PathValue("group"),
+		"deletedPartitions": n, "metadataDeleted": true, "cursors": n})
 	return nil
 }
 
@@ -207,8 +219,9 @@ func (s *Server) deleteGroupQueue(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	s.cands.Note(broker.Event{Kind: broker.EventGroupDeleted, Queue: q, Group: r.PathValue("group")})
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": true, "consumerGroup": r.PathValue("group"),
-		"queue": r.PathValue("queue"), "cursors": n})
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted": true, "consumerGroup": r.PathValue("group"),
+		"queueName": r.PathValue("queue"), "queue": r.PathValue("queue"), "deletedPartitions": n,
+		"metadataDeleted": true, "cursors": n})
 	return nil
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,6 +21,18 @@ type txOperation struct {
 type txRequest struct {
 	Operations     *[]txOperation `json:"operations"`
 	RequiredLeases []string       `json:"requiredLeases"`
+	// KV and Timers are Queen's key-value and timer riders: this broker has
+	// neither, so a transaction carrying them is refused (ignored, its
+	// once-gate would be dropped and the rest committed).
+	KV     json.RawMessage `json:"kv"`
+	Timers json.RawMessage `json:"timers"`
+}
+
+// emptyRider says whether a kv / timers rider carries nothing: absent,
+// null or [].
+func emptyRider(raw json.RawMessage) bool {
+	var v []json.RawMessage
+	return len(raw) == 0 || (json.Unmarshal(raw, &v) == nil && len(v) == 0)
 }
 
 type txResult struct {
@@ -45,6 +58,9 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 	var req txRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return err
+	}
+	if !emptyRider(req.KV) || !emptyRider(req.Timers) {
+		return badRequest("kv and timers are not supported by this broker (Queen's KV store and timers): nothing was run; send the transaction without them")
 	}
 	if req.Operations == nil {
 		return badRequest("operations is required")
