@@ -1098,6 +1098,35 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	call(t, wr, `SELECT count(*) FROM pgque.broker_queues('bq')`)
 	call(t, rd, `SELECT count(*) FROM pgque.queue_depth('bq')`)
 	call(t, rd, `SELECT count(*) FROM pgque.queue_depth('bq', 'g2')`)
+	// Messages (GET / DELETE /api/v1/messages): message_list, message_mode
+	// and message_get as the broker's reader and writer roles, message_delete
+	// as pgque_admin; they reach tenant_owns, message_status, message_state
+	// and message_find (granted to nobody). The listing has rows, so the
+	// per-row status functions run.
+	if n := callInt(t, rd, `SELECT count(*) FROM pgque.message_list('', 'bq', NULL, NULL, NULL, NULL, NULL, NULL, 10, 0)`); n < 1 {
+		t.Errorf("message_list('', 'bq') listed %d messages, want some", n)
+	}
+	call(t, wr, `SELECT count(*) FROM pgque.message_list(NULL, NULL, 'p1', 'ns', 'task', 'pending', NULL, NULL)`)
+	call(t, rd, `SELECT * FROM pgque.message_mode('', 'bq')`)
+	call(t, wr, `SELECT * FROM pgque.message_mode(NULL, NULL)`)
+	var partUUID, txn, msgID string
+	if err := rd.QueryRow(ctxT(t), `SELECT partition_uuid::text, transaction_id, message_id::text
+	        FROM pgque.message_list('', 'bq', NULL, NULL, NULL, NULL, NULL, NULL, 1, 0)`).Scan(&partUUID, &txn, &msgID); err != nil {
+		t.Errorf("message_list: the address of a message: %v", err)
+	} else {
+		if n := callInt(t, rd, `SELECT count(*) FROM pgque.message_get('', $1::uuid, $2)`, partUUID, txn); n != 1 {
+			t.Errorf("message_get by transactionId found %d messages, want 1", n)
+		}
+		call(t, wr, `SELECT count(*) FROM pgque.message_get(NULL, $1::uuid, $2)`, partUUID, msgID)
+		if n := callInt(t, ad, `SELECT pgque.message_delete('', $1::uuid, $2)`, partUUID, txn); n < 1 {
+			t.Errorf("message_delete marked %d events, want at least 1", n)
+		}
+	}
+	// The maintenance switches: read by every broker, set by pgque_admin.
+	call(t, rd, `SELECT * FROM pgque.broker_maintenance()`)
+	call(t, wr, `SELECT * FROM pgque.broker_maintenance()`)
+	call(t, ad, `SELECT * FROM pgque.set_broker_maintenance('pop', true)`)
+	call(t, ad, `SELECT * FROM pgque.set_broker_maintenance('pop', false)`)
 	call(t, rd, `SELECT pgque.group_lease_live('00000000-0000-4000-8000-000000000000')`)
 	call(t, ad, `SELECT pgque.group_set_subscription('g2', 'b', 'all', NULL)`)
 	call(t, ad, `SELECT pgque.broker_tick('bq')`)

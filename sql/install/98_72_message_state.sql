@@ -15,6 +15,16 @@
 -- Returns: (group_name, passed, lease_until), one row per subscribed group.
 -- Locks: ACCESS SHARE on the group_cursor children. Writes: nothing.
 -- Called by: message_list, message_get.
+--
+-- pgque.message_status(i_queue_id, i_part_id, i_ev_id, i_ev_txid, i_ev_time,
+-- i_ev_owner): one event's status as the HTTP API shows it, from
+-- message_state: dead_letter (some group dead-lettered it), completed
+-- (every named group passed it; with no named group, the queue-mode group
+-- __QUEUE_MODE__ decides), processing (inside a live leased batch of some
+-- group), else pending. consumed_by / total_groups count the named groups;
+-- queue_lease is __QUEUE_MODE__'s live lease holding it.
+-- Returns: (status, consumed_by, total_groups, queue_lease).
+-- Locks: none. Writes: nothing. Called by: message_list, message_get.
 CREATE OR REPLACE FUNCTION pgque.message_state(i_queue_id int, i_part_id int, i_ev_id bigint, i_ev_txid xid8,
                                                i_ev_time timestamptz, i_ev_owner int)
 RETURNS TABLE (group_name text, passed boolean, lease_until timestamptz)
@@ -42,15 +52,7 @@ AS $$
         ON gc.gc_queue = gs.gs_queue AND gc.gc_group = gs.gs_group AND gc.gc_partition = i_part_id
      WHERE gs.gs_queue = i_queue_id;
 $$;
--- pgque.message_status(i_queue_id, i_part_id, i_ev_id, i_ev_txid, i_ev_time,
--- i_ev_owner): one event's status as the HTTP API shows it, from
--- message_state: dead_letter (some group dead-lettered it), completed
--- (every named group passed it; with no named group, the queue-mode group
--- __QUEUE_MODE__ decides), processing (inside a live leased batch of some
--- group), else pending. consumed_by / total_groups count the named groups;
--- queue_lease is __QUEUE_MODE__'s live lease holding it.
--- Returns: (status, consumed_by, total_groups, queue_lease).
--- Locks: none. Writes: nothing. Called by: message_list, message_get.
+
 CREATE OR REPLACE FUNCTION pgque.message_status(i_queue_id int, i_part_id int, i_ev_id bigint, i_ev_txid xid8,
                                                 i_ev_time timestamptz, i_ev_owner int)
 RETURNS TABLE (status text, consumed_by int, total_groups int, queue_lease timestamptz)

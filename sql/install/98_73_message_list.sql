@@ -17,6 +17,13 @@
 -- transaction_id, data, created_at, namespace, task, priority, status,
 -- consumed_by, total_groups, queue_lease).
 -- Locks: none. Writes: nothing. Called by: the broker (GET /api/v1/messages).
+--
+-- pgque.message_mode(i_tenant, i_queue): the consumption mode over the
+-- queues a message listing covers (the tenant's, or one stored queue
+-- name): whether the queue-mode group __QUEUE_MODE__ is subscribed to any
+-- of them, and how many distinct named groups are.
+-- Returns: (has_queue_mode, bus_groups). Locks: none. Writes: nothing.
+-- Called by: the broker (GET /api/v1/messages, GET /api/v1/messages/:p/:t).
 CREATE OR REPLACE FUNCTION pgque.message_list(i_tenant text, i_queue text, i_partition text, i_namespace text,
                                               i_task text, i_status text, i_from timestamptz, i_to timestamptz,
                                               i_limit int DEFAULT 200, i_offset int DEFAULT 0)
@@ -84,12 +91,6 @@ BEGIN
 END;
 $$;
 
--- pgque.message_mode(i_tenant, i_queue): the consumption mode over the
--- queues a message listing covers (the tenant's, or one stored queue
--- name): whether the queue-mode group __QUEUE_MODE__ is subscribed to any
--- of them, and how many distinct named groups are.
--- Returns: (has_queue_mode, bus_groups). Locks: none. Writes: nothing.
--- Called by: the broker (GET /api/v1/messages, GET /api/v1/messages/:p/:t).
 CREATE OR REPLACE FUNCTION pgque.message_mode(i_tenant text, i_queue text)
 RETURNS TABLE (has_queue_mode boolean, bus_groups int)
 LANGUAGE sql STABLE SECURITY DEFINER

@@ -14,6 +14,19 @@
 -- Locks: ACCESS SHARE on the queue's event tables until the caller's
 -- transaction ends (so a rotation cannot truncate them under a delete).
 -- Writes: nothing. Called by: message_get, message_delete.
+--
+-- pgque.message_get(i_tenant, i_partition, i_txn): one message by its Queen
+-- address (message_find): the newest event of the address that is not
+-- deleted, with its status (message_status), its queue's labels and broker
+-- options, its newest dead letter's error and retry count, and per
+-- subscribed consumer group whether it passed it and its live lease
+-- holding it (arrays in the same order, by group name). No row: not found
+-- (unknown or another tenant's partition, unknown transactionId, deleted).
+-- Returns: (queue_name, partition_name, message_id, transaction_id, data,
+-- created_at, namespace, task, options, status, queue_lease, error,
+-- retry_count, group_names, group_passed, group_leases).
+-- Locks: none. Writes: nothing. Called by: the broker
+-- (GET /api/v1/messages/:partitionId/:transactionId).
 CREATE OR REPLACE FUNCTION pgque.message_find(i_tenant text, i_partition uuid, i_txn text)
 RETURNS TABLE (queue_id int, queue_name text, part_id int, part_name text, ev_table int, ev_id bigint,
                ev_txid xid8, ev_time timestamptz, ev_data text, ev_extra1 text, ev_owner int)
@@ -52,18 +65,6 @@ BEGIN
 END;
 $$;
 
--- pgque.message_get(i_tenant, i_partition, i_txn): one message by its Queen
--- address (message_find): the newest event of the address that is not
--- deleted, with its status (message_status), its queue's labels and broker
--- options, its newest dead letter's error and retry count, and per
--- subscribed consumer group whether it passed it and its live lease
--- holding it (arrays in the same order, by group name). No row: not found
--- (unknown or another tenant's partition, unknown transactionId, deleted).
--- Returns: (queue_name, partition_name, message_id, transaction_id, data,
--- created_at, namespace, task, options, status, queue_lease, error,
--- retry_count, group_names, group_passed, group_leases).
--- Locks: none. Writes: nothing. Called by: the broker
--- (GET /api/v1/messages/:partitionId/:transactionId).
 CREATE OR REPLACE FUNCTION pgque.message_get(i_tenant text, i_partition uuid, i_txn text)
 RETURNS TABLE (queue_name text, partition_name text, message_id uuid, transaction_id text, data text,
                created_at timestamptz, namespace text, task text, options jsonb, status text,

@@ -7,6 +7,18 @@
 -- in memory: a change NOTIFYs channel pgque.maintenance (each broker
 -- re-reads on it) and a broker re-reads it at most every few seconds
 -- anyway; never once per request.
+--
+-- pgque.broker_maintenance(): the switches now.
+-- Returns: (push_paused, pop_paused). Locks: none. Writes: nothing.
+-- Called by: the broker (its cached state, GET /api/v1/system/maintenance).
+--
+-- pgque.set_broker_maintenance(i_mode, i_enabled): switch push or pop
+-- maintenance on or off for every broker of the database and NOTIFY
+-- pgque.maintenance (payload: the mode) at commit.
+-- Errors: i_mode not push / pop, or a NULL i_enabled -> invalid_parameter_value.
+-- Returns: the switches after the change (push_paused, pop_paused).
+-- Locks: the switch's row. Writes: broker_maintenance.
+-- Called by: the broker (POST /api/v1/system/maintenance[/pop]), operators.
 CREATE TABLE IF NOT EXISTS pgque.broker_maintenance (
     bm_mode    text        PRIMARY KEY CHECK (bm_mode IN ('push', 'pop')),
     bm_enabled boolean     NOT NULL DEFAULT false,
@@ -14,9 +26,6 @@ CREATE TABLE IF NOT EXISTS pgque.broker_maintenance (
 );
 INSERT INTO pgque.broker_maintenance (bm_mode) VALUES ('push'), ('pop') ON CONFLICT (bm_mode) DO NOTHING;
 
--- pgque.broker_maintenance(): the switches now.
--- Returns: (push_paused, pop_paused). Locks: none. Writes: nothing.
--- Called by: the broker (its cached state, GET /api/v1/system/maintenance).
 CREATE OR REPLACE FUNCTION pgque.broker_maintenance()
 RETURNS TABLE (push_paused boolean, pop_paused boolean)
 LANGUAGE sql STABLE SECURITY DEFINER
@@ -27,13 +36,6 @@ AS $$
       FROM pgque.broker_maintenance m;
 $$;
 
--- pgque.set_broker_maintenance(i_mode, i_enabled): switch push or pop
--- maintenance on or off for every broker of the database and NOTIFY
--- pgque.maintenance (payload: the mode) at commit.
--- Errors: i_mode not push / pop, or a NULL i_enabled -> invalid_parameter_value.
--- Returns: the switches after the change (push_paused, pop_paused).
--- Locks: the switch's row. Writes: broker_maintenance.
--- Called by: the broker (POST /api/v1/system/maintenance[/pop]), operators.
 CREATE OR REPLACE FUNCTION pgque.set_broker_maintenance(i_mode text, i_enabled boolean)
 RETURNS TABLE (push_paused boolean, pop_paused boolean)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
