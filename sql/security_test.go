@@ -1100,7 +1100,7 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	call(t, rd, `SELECT count(*) FROM pgque.queue_depth('bq', 'g2')`)
 	// Messages (GET / DELETE /api/v1/messages): message_list, message_mode
 	// and message_get as the broker's reader and writer roles, message_delete
-	// as pgque_admin; they reach tenant_owns, message_status, message_state
+	// as pgque_admin; they reach queue_in_tenant, message_status, message_state
 	// and message_find (granted to nobody). The listing has rows, so the
 	// per-row status functions run.
 	if n := callInt(t, rd, `SELECT count(*) FROM pgque.message_list('', 'bq', NULL, NULL, NULL, NULL, NULL, NULL, 10, 0)`); n < 1 {

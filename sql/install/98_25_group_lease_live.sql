@@ -1,8 +1,7 @@
 -- pgque.group_lease_live(i_lease, i_tenant): whether lease id i_lease holds
 -- at least one live lease (a cursor leased by it whose expiry is still
--- ahead) on a queue of broker tenant i_tenant (NULL: any queue; the test
--- is pgque.queue_in_tenant's, written out: this SQL function is created
--- before it). NULL is not live.
+-- ahead) on a queue of broker tenant i_tenant (NULL: any queue;
+-- pgque.queue_in_tenant). NULL is not live.
 -- VOLATILE, not STABLE: its read of the rotated group_cursor then takes
 -- its own snapshot after its lock on the children, so a rotation it waited
 -- behind (rows moved to the next child, the old child TRUNCATEd) committed
@@ -29,9 +28,6 @@ SET search_path = pg_catalog, pgque, pg_temp
 AS $$
     SELECT EXISTS (SELECT 1 FROM pgque.group_cursor gc
                     WHERE gc.gc_lease = i_lease AND gc.gc_lease_until > clock_timestamp()
-                      AND (i_tenant IS NULL
-                           OR EXISTS (SELECT 1 FROM pgque.queue q
-                                       WHERE q.queue_id = gc.gc_queue
-                                         AND CASE WHEN i_tenant = '' THEN strpos(q.queue_name, chr(9247)) = 0
-                                                  ELSE starts_with(q.queue_name, i_tenant || chr(9247)) END)));
+                      AND EXISTS (SELECT 1 FROM pgque.queue q
+                                   WHERE q.queue_id = gc.gc_queue AND pgque.queue_in_tenant(q.queue_name, i_tenant)));
 $$;

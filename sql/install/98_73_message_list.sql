@@ -1,7 +1,8 @@
 -- pgque.message_list(i_tenant, i_queue, i_partition, i_namespace, i_task,
 -- i_status, i_from, i_to, i_limit, i_offset): one page of messages, newest
 -- first (created_at, then event id, descending), of the queues the broker
--- tenant i_tenant owns (tenant_owns), filtered by stored queue name,
+-- tenant i_tenant owns (queue_in_tenant: NULL every tenant's, '' the default
+-- tenant's), filtered by stored queue name,
 -- partition name, stored namespace / task label and status (NULL: any).
 -- The time window is Queen's: created at or after i_from (default an hour
 -- ago) and before the minute after i_to (default now). Deleted messages
@@ -55,7 +56,7 @@ BEGIN
         SELECT q.queue_id, q.queue_ntables, pt.part_id
           FROM pgque.queue q
           LEFT JOIN pgque.partition pt ON pt.part_queue = q.queue_id AND pt.part_name = i_partition
-         WHERE pgque.tenant_owns(i_tenant, q.queue_name)
+         WHERE pgque.queue_in_tenant(q.queue_name, i_tenant)
            AND (i_queue IS NULL OR q.queue_name = i_queue)
            AND (i_namespace IS NULL OR q.queue_options ->> 'namespace' = i_namespace)
            AND (i_task IS NULL OR q.queue_options ->> 'task' = i_task)
@@ -101,5 +102,5 @@ AS $$
       FROM pgque.queue q
       JOIN pgque.group_subscription gs ON gs.gs_queue = q.queue_id
       JOIN pgque.broker_group g ON g.grp_id = gs.gs_group
-     WHERE pgque.tenant_owns(i_tenant, q.queue_name) AND (i_queue IS NULL OR q.queue_name = i_queue);
+     WHERE pgque.queue_in_tenant(q.queue_name, i_tenant) AND (i_queue IS NULL OR q.queue_name = i_queue);
 $$;

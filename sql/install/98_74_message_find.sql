@@ -1,6 +1,6 @@
 -- pgque.message_find(i_tenant, i_partition, i_txn): the events a Queen
 -- message address (partitionId, transactionId) names, in a queue the broker
--- tenant i_tenant owns (tenant_owns; another tenant's partition finds
+-- tenant i_tenant owns (queue_in_tenant; another tenant's partition finds
 -- nothing). A message's transactionId is its ev_extra1, else its message
 -- id; the message id is accepted as the address too (the event id is
 -- decoded from it, message_uuid, and checked by recomputing it). Several
@@ -46,7 +46,7 @@ BEGIN
         RETURN;
     END IF;
     SELECT q.* INTO v_queue FROM pgque.queue q WHERE q.queue_id = v_part.part_queue;
-    IF NOT FOUND OR NOT pgque.tenant_owns(i_tenant, v_queue.queue_name) THEN
+    IF NOT FOUND OR NOT pgque.queue_in_tenant(v_queue.queue_name, i_tenant) THEN
         RETURN;
     END IF;
     IF i_txn ~* '^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$' THEN
