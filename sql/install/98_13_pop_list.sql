@@ -1,7 +1,8 @@
 -- pgque.pop_list(i_queue, i_group, i_partitions, i_batch, i_max_partitions,
 -- i_lease_seconds, i_auto_ack, i_mode, i_from): the claim core over a list of
 -- candidate partitions (ids, in preference order), in ONE set-based
--- statement: lock the free cursors FOR UPDATE SKIP LOCKED, read their
+-- statement: lock the free cursors that have an event pending (FOR UPDATE
+-- SKIP LOCKED; the others are only read), read their
 -- pending events, take up to i_batch messages from at most
 -- i_max_partitions partitions (in candidate order), lease them (or, with
 -- i_auto_ack, move the cursor past them) in one UPDATE.
@@ -27,8 +28,11 @@
 --     now + 100 ms when a concurrent claim holds the row - never 'empty');
 -- candidates after the budget was spent get no verdict; then one row per
 -- message (verdict NULL) in candidate then event order.
--- Locks: the candidates' cursor rows (FOR UPDATE SKIP LOCKED), as
--- group_seed on first contact. Writes: group_cursor (one UPDATE).
+-- Locks: the candidates' cursor rows that are free and have an event
+-- pending (FOR UPDATE SKIP LOCKED), as group_seed on first contact.
+-- Writes: group_cursor (one UPDATE). A pop that finds nothing pending
+-- (once the group is subscribed and its cursors seeded) locks and writes
+-- nothing: no transaction id, no WAL.
 -- The statement runs in the queue's generated function
 -- pgque.pop_list_q<queue>_t<current table> (with windowBuffer:
 -- pop_list_w_q<queue>_t<current table>; group_plans, group_plan_sql):

@@ -69,16 +69,27 @@ BEGIN
         WITH cand AS (
             SELECT c.pid, min(c.ord) AS ord FROM unnest($3::int[]) WITH ORDINALITY c(pid, ord) GROUP BY c.pid
         ), cur AS (
-            SELECT gc.gc_partition, gc.gc_lease, gc.gc_lease_until
+            -- each candidate's cursor as committed (no lock): free = no
+            -- live lease; work = free and an event pending (either range,
+            -- one probe each, LIMIT 1). Only work rows are locked below: a
+            -- pop that finds nothing pending writes nothing (a row lock
+            -- assigns a transaction id and writes WAL, a commit record
+            -- then flushed).
+            SELECT l.gc_partition, l.gc_lease, l.gc_lease_until, f.free,
+                   f.free AND (EXISTS (%4$s) OR EXISTS (%5$s)) AS work
               FROM cand c CROSS JOIN LATERAL (
                    SELECT gc.* FROM pgque.group_cursor gc
-                    WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = c.pid OFFSET 0) gc
+                    WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = c.pid OFFSET 0) l
+             CROSS JOIN LATERAL (SELECT l.gc_lease IS NULL OR l.gc_lease_until <= now() AS free) f
         ), l AS (
+            -- the lock re-checks the lease on the newest version (a claim
+            -- committed since is seen); a row a concurrent claim holds is
+            -- skipped: 'leased' below, never 'empty'
             SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
-              FROM cand c CROSS JOIN LATERAL (
+              FROM cur cu CROSS JOIN LATERAL (
                    SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
                      FROM pgque.group_cursor gc
-                    WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = c.pid
+                    WHERE cu.work AND gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = cu.gc_partition
                       AND (gc.gc_lease IS NULL OR gc.gc_lease_until <= now())
                       FOR UPDATE SKIP LOCKED) gc
         ), ev AS (
@@ -144,13 +155,13 @@ BEGIN
         ), verdicts AS (
             SELECT c.pid, c.ord,
                    CASE WHEN t.pid IS NOT NULL THEN 'took'
-                        WHEN p.pid IS NULL AND cu.gc_partition IS NULL THEN 'empty'
+                        WHEN p.pid IS NULL AND (cu.gc_partition IS NULL OR (cu.free AND NOT cu.work)) THEN 'empty'
                         WHEN p.pid IS NULL THEN 'leased'
                         WHEN p.cnt = 0 THEN 'empty'
                         ELSE 'leased' END AS verdict,
                    CASE WHEN t.pid IS NOT NULL THEN t.n = p.cnt AND p.cnt <= $4 AND (NOT p.any_cur OR p.next_n = 0) END AS drained,
                    CASE WHEN t.pid IS NOT NULL THEN u.gc_lease_until
-                        WHEN p.pid IS NULL AND cu.gc_partition IS NULL THEN NULL
+                        WHEN p.pid IS NULL AND (cu.gc_partition IS NULL OR (cu.free AND NOT cu.work)) THEN NULL
                         WHEN p.pid IS NULL THEN CASE WHEN cu.gc_lease IS NOT NULL AND cu.gc_lease_until > now()
                                                      THEN cu.gc_lease_until ELSE now() + interval '100 milliseconds' END
                         WHEN p.cnt = 0 THEN NULL
@@ -194,7 +205,11 @@ BEGIN
                                   WHERE $10::interval > interval ''0'' AND s.cnt > 0) nw ON true',
                        pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', '$8', 'l.gc_pos_txid', 'l.gc_pos', NULL,
                                              NULL, '-$2', 'greatest(l.gc_from, $13)'))
-            ELSE 'CROSS JOIN (SELECT NULL::timestamptz AS newest) nw' END) || '; END';
+            ELSE 'CROSS JOIN (SELECT NULL::timestamptz AS newest) nw' END,
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL,
+            '1', '-$2', 'greatest(l.gc_from, $13)'),
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$8', NULL, NULL, NULL,
+            '1', '-$2', 'greatest(l.gc_from, $13)')) || '; END';
     RETURN NEXT;
     END LOOP;
 
