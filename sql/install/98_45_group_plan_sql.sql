@@ -82,8 +82,8 @@ BEGIN
                     WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = c.pid OFFSET 0) l
              CROSS JOIN LATERAL (SELECT l.gc_lease IS NULL OR l.gc_lease_until <= now() AS free) f
         ), l AS (
-            -- the lock re-checks the lease on the newest version (a claim
-            -- committed since is seen); a row a concurrent claim holds is
+            -- the lock re-checks the lease on the newest row version: a claim
+            -- committed since is seen; a row a concurrent claim holds is
             -- skipped: 'leased' below, never 'empty'
             SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
               FROM cur cu CROSS JOIN LATERAL (
