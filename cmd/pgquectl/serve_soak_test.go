@@ -5,19 +5,16 @@ package main
 // producers push and consumers hold leases through it.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -158,82 +155,11 @@ func (b *soakBroker) logTail() string {
 	return out
 }
 
-// soakItem is the payload of a soak message: producer and sequence.
-type soakItem struct {
-	P int `json:"p"`
-	S int `json:"s"`
-}
-
-// soakDelivery is one message as a consumer received it.
-type soakDelivery struct {
-	n        int64     // global receipt order
-	at       time.Time // received
-	asked    time.Time // the pop request was sent (the claim came later)
-	group    string
-	consumer int
-	broker   string
-	id, txn  string
-	part     string
-	item     soakItem
-	attempt  int
-	lease    string
-}
-
-type soakPopMsg struct {
-	ID              string          `json:"id"`
-	TransactionID   string          `json:"transactionId"`
-	Data            json.RawMessage `json:"data"`
-	PartitionID     string          `json:"partitionId"`
-	Partition       string          `json:"partition"`
-	LeaseID         string          `json:"leaseId"`
-	ConsumerGroup   string          `json:"consumerGroup"`
-	DeliveryAttempt int             `json:"deliveryAttempt"`
-}
-
-// soakHeld is a batch a consumer on the broker to be killed holds
-// (popped, not yet acked).
-type soakHeld struct {
-	msgs     []soakDelivery
-	orphaned bool
-}
-
-// soakRun is the shared record of the soak.
-type soakRun struct {
-	mu        sync.Mutex
-	seq       int64
-	attempted map[string]bool   // txn ids pushed (acknowledged or not)
-	acked     map[string]string // acknowledged push: txn id -> message id
-	pushErrs  int
-	dups      int
-	delivered []soakDelivery
-	firsts    map[string]map[string]bool // group -> txn ids delivered
-	ackedMsg  map[string]time.Time       // group/txn -> when its ack succeeded
-	ackFails  int
-	ackErrs   []string // the first refused acks, for the log
-	ackLost   int
-
-	killMu   sync.Mutex
-	held     map[int]*soakHeld // consumers of the victim broker holding a batch
-	orphans  []soakDelivery    // popped via the victim, unacked at the kill
-	killedAt time.Time
-}
-
-// backlog is the number of acknowledged pushes not yet delivered in the
-// group that lags most.
-func (r *soakRun) backlog() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.acked) - min(len(r.firsts[""]), len(r.firsts[soakGroup]))
-}
-
-func soakTxn(p, s int) string { return fmt.Sprintf("p%d-%d", p, s) }
-
 const (
-	soakQueue        = "soak"
-	soakGroup        = "g1"
-	soakLeaseSeconds = 3
-	soakPartsPerProd = 4
-	soakMaxBacklog   = 300
+	soakQueue      = "soak"
+	soakGroup      = "g1"
+	soakMaxBacklog = 300
+	soakDrain      = 60 * time.Second
 )
 
 // TestServeSoakKilledBroker: 4 producers and 8 consumers through two
@@ -250,7 +176,9 @@ const (
 // and retry its connection. A consumer of B holding a batch at the kill
 // abandons it, as a client whose broker died mid-lease may: those
 // messages must come back through lease expiry, not before it, with a
-// higher delivery attempt.
+// higher delivery attempt. Producers, consumers, the record and the
+// verdict with its planted-defect self-check are the crash soak's
+// (soak_harness_test.go, soakRecord.violations).
 //
 // Shown to fail: with lease expiry disabled in pop_list (the orphans and
 // every later message of their partitions never come back), and with an
@@ -276,8 +204,8 @@ func TestServeSoakKilledBroker(t *testing.T) {
 		return
 	}
 
-	run := &soakRun{attempted: map[string]bool{}, acked: map[string]string{}, ackedMsg: map[string]time.Time{},
-		held: map[int]*soakHeld{}, firsts: map[string]map[string]bool{"": {}, soakGroup: {}}}
+	run := newSoakRun(soakQueue, []string{"", soakGroup}, soakMaxBacklog)
+	run.victim = b
 	client := &http.Client{Timeout: 15 * time.Second}
 	hard, cancelHard := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancelHard()
@@ -299,7 +227,7 @@ func TestServeSoakKilledBroker(t *testing.T) {
 		consumers.Add(1)
 		go func() {
 			defer consumers.Done()
-			soakConsume(consCtx, t, client, run, br, br == b, c, group)
+			soakConsume(consCtx, t, client, run, br, c, group)
 		}()
 	}
 	// 4 producers, each over its own 4 partitions, alternating brokers.
@@ -316,15 +244,13 @@ func TestServeSoakKilledBroker(t *testing.T) {
 	// (after 10 s of trying, one will do).
 	time.Sleep(5 * time.Second)
 	killStart := time.Now()
+	var killedAt time.Time
 	for {
 		run.killMu.Lock()
 		if len(run.held) >= 2 || (len(run.held) == 1 && time.Since(killStart) > 10*time.Second) {
 			b.kill()
-			run.killedAt = time.Now()
-			for _, h := range run.held {
-				h.orphaned = true
-				run.orphans = append(run.orphans, h.msgs...)
-			}
+			killedAt = time.Now()
+			run.orphanHeld()
 			run.killMu.Unlock()
 			break
 		}
@@ -334,7 +260,10 @@ func TestServeSoakKilledBroker(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.Logf("broker B killed at %v with %d messages leased through it, unacked", run.killedAt.Sub(start).Round(time.Millisecond), len(run.orphans))
+	run.mu.Lock()
+	orphans := len(run.rec.orphans)
+	run.mu.Unlock()
+	t.Logf("broker B killed at %v with %d messages leased through it, unacked", killedAt.Sub(start).Round(time.Millisecond), orphans)
 	time.Sleep(1500 * time.Millisecond)
 	b.start()
 	t.Logf("broker B restarted at %v", time.Since(start).Round(time.Millisecond))
@@ -348,425 +277,31 @@ func TestServeSoakKilledBroker(t *testing.T) {
 		return
 	}
 
-	// Every event stored (acknowledged or not) by transaction id, counted.
-	inDB := soakEvents(t, dsn)
-
 	// Drain: until every stored event was delivered in both groups and
-	// every orphaned lease came back, within 60 s.
-	drainStart := time.Now()
-	for {
-		missing := soakMissing(run, inDB)
-		if missing == "" {
-			break
-		}
-		if time.Since(drainStart) > 60*time.Second {
-			// Go on: the checks below say more about what went wrong.
-			t.Errorf("after a 60 s drain: %s\nbroker A log:\n%s\nbroker B log:\n%s", missing, a.logTail(), b.logTail())
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	drained := time.Since(drainStart)
+	// every orphaned lease came back.
+	drained := run.drain(t, dsn, soakDrain, []*soakBroker{a, b})
 	stopConsumers()
 	consumers.Wait()
 
 	run.mu.Lock()
 	defer run.mu.Unlock()
-	// Exact counts: one event per acknowledged or committed push, no
-	// double insert through a retry.
-	dupEvents := 0
-	for txn, n := range inDB {
-		if n != 1 {
-			dupEvents++
-			t.Errorf("transaction id %s stored %d times", txn, n)
-		}
-		if !run.attempted[txn] {
-			t.Errorf("stored event %s was never pushed", txn)
-		}
-	}
-	lost := 0
-	for txn := range run.acked {
-		if inDB[txn] == 0 {
-			lost++
-		}
-	}
-	if lost != 0 || dupEvents != 0 {
-		t.Fatalf("%d acknowledged pushes not stored, %d transaction ids stored twice", lost, dupEvents)
-	}
-
-	// Deliveries: nothing unknown, order among first deliveries, nothing
-	// redelivered after a successful ack, orphans redelivered after expiry.
-	type key struct{ group, txn string }
-	first := map[key]soakDelivery{}
-	last := map[key]soakDelivery{}
-	byPart := map[string][]soakDelivery{}
-	redelivered := 0
-	for _, d := range run.delivered {
-		if inDB[d.txn] == 0 {
-			t.Errorf("delivered %s (%s) that is not stored", d.txn, d.group)
-			continue
-		}
-		if want, ok := run.acked[d.txn]; ok && want != d.id {
-			t.Errorf("%s delivered with id %s, the push answered %s", d.txn, d.id, want)
-		}
-		if d.txn != soakTxn(d.item.P, d.item.S) || d.part != fmt.Sprintf("p%d-k%d", d.item.P, d.item.S%soakPartsPerProd) {
-			t.Errorf("delivery %+v: payload, transaction id and partition disagree", d)
-		}
-		k := key{d.group, d.txn}
-		if prev, seen := last[k]; seen && d.at.Sub(prev.asked) < soakLeaseSeconds*time.Second-50*time.Millisecond {
-			// Only an expired lease redelivers (acks are all completed):
-			// the earlier lease was taken after prev.asked.
-			t.Errorf("%s (%q) delivered again (attempt %d, consumer %d via %s) %v after the pop that leased it (attempt %d, consumer %d via %s) was sent: under a live %d s lease",
-				d.txn, d.group, d.attempt, d.consumer, d.broker, d.at.Sub(prev.asked).Round(time.Millisecond), prev.attempt, prev.consumer, prev.broker, soakLeaseSeconds)
-		}
-		last[k] = d
-		if _, seen := first[k]; seen {
-			redelivered++
-			if at, ok := run.ackedMsg[d.group+"/"+d.txn]; ok && d.at.After(at) {
-				t.Errorf("%s delivered again to %q at %v after its ack succeeded at %v", d.txn, d.group, d.at, at)
-			}
-			continue
-		}
-		first[k] = d
-		byPart[d.group+"/"+d.part] = append(byPart[d.group+"/"+d.part], d)
-	}
-	for gp, ds := range byPart {
-		for i := 1; i < len(ds); i++ {
-			if ds[i].item.S <= ds[i-1].item.S {
-				t.Errorf("%s: first delivery of seq %d (consumer %d via %s) after seq %d (consumer %d via %s)",
-					gp, ds[i].item.S, ds[i].consumer, ds[i].broker, ds[i-1].item.S, ds[i-1].consumer, ds[i-1].broker)
-				break
-			}
-		}
-	}
-	if len(run.orphans) == 0 {
+	rec := run.rec
+	if len(rec.orphans) == 0 {
 		t.Fatal("no orphaned lease recorded")
 	}
-	for _, o := range run.orphans {
-		var again *soakDelivery
-		for i := range run.delivered {
-			d := &run.delivered[i]
-			if d.group == o.group && d.txn == o.txn && d.n > o.n {
-				again = d
-				break
-			}
-		}
-		switch {
-		case again == nil:
-			t.Errorf("%s (%q) leased via the killed broker was never redelivered", o.txn, o.group)
-		case again.attempt <= o.attempt:
-			t.Errorf("%s (%q) redelivered with delivery attempt %d, first %d", o.txn, o.group, again.attempt, o.attempt)
-		case again.at.Sub(o.asked) < soakLeaseSeconds*time.Second-50*time.Millisecond:
-			// The lease was taken after o.asked and runs 3 s from then.
-			t.Errorf("%s (%q) redelivered %v after the pop that leased it was sent: before the %d s lease expired",
-				o.txn, o.group, again.at.Sub(o.asked), soakLeaseSeconds)
-		}
-	}
-	for _, e := range run.ackErrs {
+	rec.verdict(t)
+	for _, e := range run.refusals {
 		t.Logf("ack refused: %s", e)
 	}
+	distinct := map[string]bool{}
+	for _, d := range rec.delivered {
+		distinct[d.group+"/"+d.txn] = true
+	}
 	t.Logf("%d pushes attempted, %d acknowledged (%d answered duplicate after a retry, %d push errors retried), %d stored; "+
-		"%d deliveries (%d redeliveries), %d orphaned by the kill, %d acks refused, %d acks lost; drained in %v, %v in all",
-		len(run.attempted), len(run.acked), run.dups, run.pushErrs, len(inDB),
-		len(run.delivered), redelivered, len(run.orphans), run.ackFails, run.ackLost, drained.Round(time.Millisecond),
+		"%d deliveries (%d redeliveries), %d orphaned by the kill, %d acks refused, %d batches given up; drained in %v, %v in all",
+		len(rec.attempted), len(rec.acked), run.dups, run.pushErrs, len(rec.stored),
+		len(rec.delivered), len(rec.delivered)-len(distinct), len(rec.orphans), run.ackRefused, run.ackLost, drained.Round(time.Millisecond),
 		time.Since(start).Round(time.Millisecond))
-}
-
-// soakProduce pushes batches of 5 items of producer p (sequence numbers
-// over its 4 partitions), alternating brokers; a failed push is retried
-// with the same transaction ids on the other broker (dedup makes that
-// safe) until it is acknowledged.
-func soakProduce(ctx, hard context.Context, t *testing.T, client *http.Client, run *soakRun, brokers []*soakBroker, p int) {
-	seq, turn := 0, p
-	for ctx.Err() == nil {
-		if run.backlog() > soakMaxBacklog {
-			// The consumers lag (a loaded machine): wait, so that the
-			// drain stays short whatever the speed.
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		type item struct {
-			Queue         string   `json:"queue"`
-			Partition     string   `json:"partition"`
-			Payload       soakItem `json:"payload"`
-			TransactionID string   `json:"transactionId"`
-		}
-		var items []item
-		for range 5 {
-			items = append(items, item{Queue: soakQueue, Partition: fmt.Sprintf("p%d-k%d", p, seq%soakPartsPerProd),
-				Payload: soakItem{P: p, S: seq}, TransactionID: soakTxn(p, seq)})
-			seq++
-		}
-		body, _ := json.Marshal(map[string]any{"items": items})
-		run.mu.Lock()
-		for _, it := range items {
-			run.attempted[it.TransactionID] = true
-		}
-		run.mu.Unlock()
-		for {
-			br := brokers[turn%len(brokers)]
-			turn++
-			var res []struct {
-				MessageID     string `json:"message_id"`
-				TransactionID string `json:"transaction_id"`
-				Status        string `json:"status"`
-			}
-			code, err := soakPost(hard, client, br.url()+"/api/v1/push", body, &res)
-			if err == nil && code == http.StatusCreated && len(res) == len(items) {
-				run.mu.Lock()
-				for i, r := range res {
-					if r.TransactionID != items[i].TransactionID {
-						t.Errorf("push answer %d: transaction id %q, want %q", i, r.TransactionID, items[i].TransactionID)
-					}
-					run.acked[r.TransactionID] = r.MessageID
-					if r.Status == "duplicate" {
-						run.dups++
-					}
-				}
-				run.mu.Unlock()
-				break
-			}
-			run.mu.Lock()
-			run.pushErrs++
-			run.mu.Unlock()
-			if hard.Err() != nil {
-				t.Errorf("producer %d: push of seq %d..%d not acknowledged before the deadline (last: %d %v)", p, seq-5, seq-1, code, err)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		time.Sleep(40 * time.Millisecond)
-	}
-}
-
-// soakConsume long-polls broker br (queue mode, or group), records each
-// delivery, "processes" it, then acks it with completed. A consumer of the
-// broker the test kills registers the batch it holds; a batch held at the
-// kill is abandoned (not acked): its lease must expire and the message
-// come back.
-func soakConsume(ctx context.Context, t *testing.T, client *http.Client, run *soakRun, br *soakBroker, victim bool, c int, group string) {
-	url := br.url() + "/api/v1/pop/queue/" + soakQueue + fmt.Sprintf("?batch=10&wait=true&timeout=1000&leaseSeconds=%d", soakLeaseSeconds)
-	if group != "" {
-		url += "&consumerGroup=" + group + "&subscriptionMode=all"
-	}
-	rng := rand.New(rand.NewPCG(uint64(c), 7))
-	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		asked := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			// The broker is down or restarting: retry.
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		var pop struct {
-			Messages []soakPopMsg `json:"messages"`
-		}
-		data, rerr := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if rerr != nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		if resp.StatusCode == http.StatusNoContent {
-			continue
-		}
-		if resp.StatusCode != http.StatusOK {
-			if ctx.Err() == nil {
-				t.Errorf("consumer %d: pop answered %d %s", c, resp.StatusCode, data)
-			}
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		if err := json.Unmarshal(data, &pop); err != nil || len(pop.Messages) == 0 {
-			t.Errorf("consumer %d: pop 200 with %q: %v", c, data, err)
-			continue
-		}
-		now := time.Now()
-		batch := make([]soakDelivery, len(pop.Messages))
-		run.mu.Lock()
-		for i, m := range pop.Messages {
-			d := soakDelivery{n: run.seq, at: now, asked: asked, group: group, consumer: c, broker: br.name, id: m.ID,
-				txn: m.TransactionID, part: m.Partition, attempt: m.DeliveryAttempt, lease: m.LeaseID}
-			run.seq++
-			if err := json.Unmarshal(m.Data, &d.item); err != nil {
-				t.Errorf("consumer %d: payload %s: %v", c, m.Data, err)
-			}
-			batch[i] = d
-			run.delivered = append(run.delivered, d)
-			run.firsts[group][d.txn] = true
-		}
-		run.mu.Unlock()
-		if victim {
-			run.killMu.Lock()
-			run.held[c] = &soakHeld{msgs: batch}
-			run.killMu.Unlock()
-		}
-		// Processing time: long on the victim so that the kill finds
-		// held leases.
-		if victim {
-			time.Sleep(time.Duration(60+rng.IntN(60)) * time.Millisecond)
-		} else {
-			time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond)
-		}
-		if victim {
-			run.killMu.Lock()
-			h := run.held[c]
-			delete(run.held, c)
-			run.killMu.Unlock()
-			if h.orphaned {
-				continue // its broker died while we held it: abandoned
-			}
-		}
-		acks := make([]map[string]string, len(pop.Messages))
-		for i, m := range pop.Messages {
-			acks[i] = map[string]string{"transactionId": m.TransactionID, "partitionId": m.PartitionID,
-				"leaseId": m.LeaseID, "status": "completed"}
-		}
-		body, _ := json.Marshal(map[string]any{"consumerGroup": group, "acknowledgments": acks})
-		var res []struct {
-			Success bool    `json:"success"`
-			Error   *string `json:"error"`
-		}
-		code, err := soakPost(ctx, client, br.url()+"/api/v1/ack/batch", body, &res)
-		acked := time.Now()
-		run.mu.Lock()
-		switch {
-		case err != nil || code != http.StatusOK || len(res) != len(batch):
-			// Connection lost (or the test is ending): the lease expires
-			// and the batch comes back.
-			run.ackLost++
-		default:
-			for i, r := range res {
-				if r.Success {
-					run.ackedMsg[group+"/"+batch[i].txn] = acked
-				} else {
-					run.ackFails++
-					if len(run.ackErrs) < 5 {
-						e := ""
-						if r.Error != nil {
-							e = *r.Error
-						}
-						run.ackErrs = append(run.ackErrs, fmt.Sprintf("consumer %d via %s, %s attempt %d, pop answered in %v, acked %v later: %s",
-							c, br.name, batch[i].txn, batch[i].attempt, batch[i].at.Sub(batch[i].asked).Round(time.Millisecond),
-							acked.Sub(batch[i].at).Round(time.Millisecond), e))
-					}
-				}
-			}
-		}
-		run.mu.Unlock()
-	}
-}
-
-// soakPost posts a JSON body and decodes a JSON answer into out.
-func soakPost(ctx context.Context, client *http.Client, url string, body []byte, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode/100 == 2 && out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("answer %q: %w", data, err)
-		}
-	}
-	return resp.StatusCode, nil
-}
-
-// soakMissing says what the drain still waits for ("" = nothing): stored
-// events not yet delivered in a group, orphaned leases not yet back.
-func soakMissing(run *soakRun, inDB map[string]int) string {
-	run.mu.Lock()
-	defer run.mu.Unlock()
-	seen := map[string]map[string]bool{"": {}, soakGroup: {}}
-	for _, d := range run.delivered {
-		seen[d.group][d.txn] = true
-	}
-	var out []string
-	for _, g := range []string{"", soakGroup} {
-		var miss []string
-		for txn := range inDB {
-			if !seen[g][txn] {
-				miss = append(miss, txn)
-			}
-		}
-		for txn := range run.acked {
-			if inDB[txn] == 0 && !seen[g][txn] {
-				miss = append(miss, txn+" (acknowledged, not stored)")
-			}
-		}
-		if len(miss) > 0 {
-			sort.Strings(miss)
-			out = append(out, fmt.Sprintf("group %q: %d of %d stored events never delivered, e.g. %v",
-				g, len(miss), len(inDB), miss[:min(5, len(miss))]))
-		}
-	}
-	back := 0
-	for _, o := range run.orphans {
-		for _, d := range run.delivered {
-			if d.group == o.group && d.txn == o.txn && d.n > o.n {
-				back++
-				break
-			}
-		}
-	}
-	if back < len(run.orphans) {
-		out = append(out, fmt.Sprintf("%d of %d messages leased via the killed broker not redelivered", len(run.orphans)-back, len(run.orphans)))
-	}
-	return strings.Join(out, "; ")
-}
-
-// soakEvents counts the stored events of the soak queue by transaction id
-// (every child of its event table).
-func soakEvents(t *testing.T, dsn string) map[string]int {
-	t.Helper()
-	return countEvents(t, dsn, soakQueue, "")
-}
-
-// countEvents counts the events of queue by ev_extra1 (the transactionId),
-// those starting with prefix.
-func countEvents(t *testing.T, dsn, queue, prefix string) map[string]int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn := pgtest.Conn(t, dsn)
-	var tables []string
-	err := conn.QueryRow(ctx, `SELECT array_agg(pgque.event_table(queue_id, n)) FROM pgque.queue, generate_series(0, 2) n
-		WHERE queue_name = $1`, queue).Scan(&tables)
-	if err != nil {
-		t.Fatalf("event tables of %s: %v", queue, err)
-	}
-	var parts []string
-	for _, tb := range tables {
-		parts = append(parts, "SELECT ev_extra1 FROM "+tb)
-	}
-	rows, err := conn.Query(ctx, `SELECT ev_extra1, count(*) FROM (`+strings.Join(parts, " UNION ALL ")+`) e
-		WHERE ev_extra1 LIKE $1 || '%' GROUP BY 1`, prefix)
-	if err != nil {
-		t.Fatalf("counting events of %s: %v", queue, err)
-	}
-	out := map[string]int{}
-	for rows.Next() {
-		var txn string
-		var n int
-		if err := rows.Scan(&txn, &n); err != nil {
-			t.Fatal(err)
-		}
-		out[txn] = n
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // A broker SIGKILLed while a push of 1,000 items (two queues, 500 each) is
