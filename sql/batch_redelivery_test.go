@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,19 +10,6 @@ import (
 
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
-
-// sameMsgs says whether a and b are the same events under the same batch id.
-func sameMsgs(a, b []msg) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // backendPid is the connection's backend pid.
 func backendPid(t *testing.T, conn *pgx.Conn) int64 {
@@ -59,11 +47,11 @@ func TestReceiveAgainSameSession(t *testing.T) {
 		t.Fatalf("receive: %d events, want 6", len(first))
 	}
 	again := receive(t, r, "q", "c", 6)
-	if !sameMsgs(first, again) {
+	if !slices.Equal(first, again) {
 		t.Fatalf("receive again from the same session: %v, want the same delivery %v", again, first)
 	}
 	// A larger max_return returns the same delivery, not more.
-	if more := receive(t, r, "q", "c", 100); !sameMsgs(first, more) {
+	if more := receive(t, r, "q", "c", 100); !slices.Equal(first, more) {
 		t.Fatalf("receive again with a larger max_return: %v, want the same delivery %v", more, first)
 	}
 	// Another live session is still refused.
@@ -73,7 +61,7 @@ func TestReceiveAgainSameSession(t *testing.T) {
 	// A smaller max_return: the first 4 of the delivery, same id; the ack
 	// then acknowledges those 4 only.
 	fewer := receive(t, r, "q", "c", 4)
-	if !sameMsgs(first[:4], fewer) {
+	if !slices.Equal(first[:4], fewer) {
 		t.Fatalf("receive again with max_return 4: %v, want the delivery's first 4 %v", fewer, first[:4])
 	}
 	if n := queryInt(t, r, `SELECT pgque.ack($1)`, first[0].Batch); n != 1 {

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
@@ -61,7 +62,7 @@ func TestAckFailedAfterLaterCompletedIsRetried(t *testing.T) {
 		t.Fatalf("ack #0 failed after #1 completed: %+v (want a retry: success, lease released, not noop)", res)
 	}
 	r2 := e.repop(3)
-	if got := numbers(t, r2.Messages); !eqInts(got, seq(0, 3)) || r2.Messages[0].DeliveryAttempt != 2 {
+	if got := numbers(t, r2.Messages); !slices.Equal(got, seq(0, 3)) || r2.Messages[0].DeliveryAttempt != 2 {
 		t.Fatalf("redelivery after the failed ack: %v %+v (want 0, 1, 2, attempt 2)", got, r2.Messages)
 	}
 	if n := e.int(`SELECT gc_fails FROM pgque.group_cursor`); n != 1 {
@@ -104,7 +105,7 @@ func TestAckNeverAckedEarlierIsRedeliveredAtExpiry(t *testing.T) {
 	}
 	e.expire()
 	r2 := e.repop(3)
-	if got := numbers(t, r2.Messages); !eqInts(got, seq(0, 3)) {
+	if got := numbers(t, r2.Messages); !slices.Equal(got, seq(0, 3)) {
 		t.Fatalf("after expiry: %v, want 0, 1, 2", got)
 	}
 	// The new lease starts clean: #2's ack under the old lease is gone
@@ -148,7 +149,7 @@ func TestAckHeldAheadAndIdempotent(t *testing.T) {
 		t.Fatalf("failed ack of a done message: %+v (want noop)", res)
 	}
 	r2 := e.repop(4)
-	if got := numbers(t, r2.Messages); !eqInts(got, []int{3}) || r2.Messages[0].DeliveryAttempt != 2 {
+	if got := numbers(t, r2.Messages); !slices.Equal(got, []int{3}) || r2.Messages[0].DeliveryAttempt != 2 {
 		t.Fatalf("redelivery: %v %+v (want 3 alone, attempt 2)", got, r2.Messages)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,13 +115,13 @@ func TestSeek(t *testing.T) {
 	if n, err := broker.Seek(ctxT(t), e.conn, "q", "g", false, mid); err != nil || n != 1 {
 		t.Fatalf("seek: %d %v", n, err)
 	}
-	if got := numbers(t, e.pop(p, "p").Messages); !eqInts(got, seq(3, 2)) {
+	if got := numbers(t, e.pop(p, "p").Messages); !slices.Equal(got, seq(3, 2)) {
 		t.Fatalf("after seek to a time: %v", got)
 	}
 	if n, err := broker.Seek(ctxT(t), e.conn, "q", "g", false, mid.Add(-time.Hour)); err != nil || n != 1 {
 		t.Fatalf("seek: %d %v", n, err)
 	}
-	if got := numbers(t, e.pop(p, "p").Messages); !eqInts(got, seq(0, 5)) {
+	if got := numbers(t, e.pop(p, "p").Messages); !slices.Equal(got, seq(0, 5)) {
 		t.Fatalf("after seek to the past: %v", got)
 	}
 	// To the end: what is pending is skipped; a live lease is dropped.
@@ -141,7 +142,7 @@ func TestSeek(t *testing.T) {
 	}
 	e.pushN("q", "p", 7, 1)
 	e.tick("q")
-	if got := numbers(t, e.pop(p, "p").Messages); !eqInts(got, []int{7}) {
+	if got := numbers(t, e.pop(p, "p").Messages); !slices.Equal(got, []int{7}) {
 		t.Fatalf("after seek to end and a push: %v", got)
 	}
 	if _, err := broker.Seek(ctxT(t), e.conn, "nope", "g", true, time.Time{}); !errors.Is(err, broker.ErrNotFound) {
@@ -313,7 +314,7 @@ func TestPopByLabel(t *testing.T) {
 	e.tick("a2")
 	e.tick("b1")
 	q, r, err := broker.PopByLabel(ctxT(t), e.conn, "ns", "", broker.Pop{Batch: 10, AutoAck: true})
-	if err != nil || q != "a2" || !eqInts(numbers(t, r.Messages), seq(0, 2)) {
+	if err != nil || q != "a2" || !slices.Equal(numbers(t, r.Messages), seq(0, 2)) {
 		t.Fatalf("by namespace: %q %+v %v", q, r, err)
 	}
 	// b1 moved to namespace "other" but kept its task.
@@ -322,7 +323,7 @@ func TestPopByLabel(t *testing.T) {
 		t.Fatalf("by namespace and task after draining: %q %+v %v", q, r, err)
 	}
 	q, r, err = broker.PopByLabel(ctxT(t), e.conn, "", "resize", broker.Pop{Batch: 10, AutoAck: true})
-	if err != nil || q != "b1" || !eqInts(numbers(t, r.Messages), seq(10, 2)) {
+	if err != nil || q != "b1" || !slices.Equal(numbers(t, r.Messages), seq(10, 2)) {
 		t.Fatalf("by task: %q %+v %v", q, r, err)
 	}
 	if _, _, err := broker.PopByLabel(ctxT(t), e.conn, "", "", broker.Pop{Batch: 1}); !errors.Is(err, broker.ErrInvalidInput) {

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -37,12 +38,12 @@ func TestGroupsFanOutAndSubscriptionModes(t *testing.T) {
 	e.tick("q")
 	for _, g := range []string{"g-all", "g-new", ""} {
 		r := e.pop(broker.Pop{Queue: "q", Group: g, Batch: 10, SubscriptionMode: "all", AutoAck: true}, "p")
-		if got := numbers(t, r.Messages); !eqInts(got, seq(3, 2)) {
+		if got := numbers(t, r.Messages); !slices.Equal(got, seq(3, 2)) {
 			t.Errorf("group %q got %v, want [3 4]", g, got)
 		}
 		// A partition first reached later is seeded from the group's first contact.
 		r = e.pop(broker.Pop{Queue: "q", Group: g, Batch: 10, AutoAck: true}, "other")
-		if got := numbers(t, r.Messages); !eqInts(got, []int{100}) {
+		if got := numbers(t, r.Messages); !slices.Equal(got, []int{100}) {
 			t.Errorf("group %q on partition other got %v, want [100]", g, got)
 		}
 	}
@@ -52,7 +53,7 @@ func TestGroupsFanOutAndSubscriptionModes(t *testing.T) {
 	}
 	past := time.Now().Add(-time.Hour)
 	fr = e.pop(broker.Pop{Queue: "q", Group: "g-past", Batch: 10, SubscriptionFrom: &past, AutoAck: true}, "p")
-	if got := numbers(t, fr.Messages); !eqInts(got, seq(0, 5)) {
+	if got := numbers(t, fr.Messages); !slices.Equal(got, seq(0, 5)) {
 		t.Errorf("g-past got %v", got)
 	}
 }
@@ -66,7 +67,7 @@ func TestRetryAndRetryLimitToDLQ(t *testing.T) {
 	// retry does not spend a retry: five retries, still delivered.
 	for i := 0; i < 5; i++ {
 		r := e.pop(p, "p")
-		if got := numbers(t, r.Messages); !eqInts(got, seq(0, 2)) || r.Messages[0].DeliveryAttempt != i+1 {
+		if got := numbers(t, r.Messages); !slices.Equal(got, seq(0, 2)) || r.Messages[0].DeliveryAttempt != i+1 {
 			t.Fatalf("retry round %d: %v attempt %d", i, got, r.Messages[0].DeliveryAttempt)
 		}
 		if res := e.ack("g", ackOf(r.Messages[0], "retry")); !res[0].Success || !res[0].LeaseReleased {
@@ -81,7 +82,7 @@ func TestRetryAndRetryLimitToDLQ(t *testing.T) {
 			start = 0
 		}
 		want := seq(start, 2)
-		if got := numbers(t, r.Messages); !eqInts(got, want) {
+		if got := numbers(t, r.Messages); !slices.Equal(got, want) {
 			t.Fatalf("fail round %d: got %v want %v", i, got, want)
 		}
 		var acks []broker.Ack
@@ -174,7 +175,7 @@ func TestPopListVerdicts(t *testing.T) {
 	if _, ok := got[999]; ok || len(r.Verdicts) != 4 {
 		t.Errorf("verdicts %+v", r.Verdicts)
 	}
-	if got := numbers(t, r.Messages); !eqInts(got, []int{0, 1, 20}) {
+	if got := numbers(t, r.Messages); !slices.Equal(got, []int{0, 1, 20}) {
 		t.Errorf("messages %v", got)
 	}
 }
@@ -297,7 +298,7 @@ func TestConcurrentConsumersKeepPartitionOrder(t *testing.T) {
 	for _, g := range groups {
 		for p := 0; p < parts; p++ {
 			name := fmt.Sprintf("p%d", p)
-			if s := results[g].seq[name]; !eqInts(s, seq(0, perPart)) {
+			if s := results[g].seq[name]; !slices.Equal(s, seq(0, perPart)) {
 				t.Errorf("group %q partition %s: %v", g, name, s)
 			}
 		}

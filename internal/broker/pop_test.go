@@ -3,6 +3,7 @@ package broker_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,18 +46,6 @@ func numbers(t *testing.T, ms []broker.Message) []int {
 	return out
 }
 
-func eqInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func seq(from, n int) []int {
 	out := make([]int, n)
 	for i := range out {
@@ -71,7 +60,7 @@ func TestPopLeaseAckInOrder(t *testing.T) {
 	e.tick("q")
 	p := broker.Pop{Queue: "q", Batch: 3}
 	r := e.pop(p, "p")
-	if got := numbers(t, r.Messages); !eqInts(got, seq(0, 3)) {
+	if got := numbers(t, r.Messages); !slices.Equal(got, seq(0, 3)) {
 		t.Fatalf("first pop %v", got)
 	}
 	if len(r.Verdicts) != 1 || r.Verdicts[0].Kind != broker.VerdictTook || r.Verdicts[0].Drained || r.LeaseID == "" {
@@ -98,7 +87,7 @@ func TestPopLeaseAckInOrder(t *testing.T) {
 		t.Fatalf("ack rest %+v", res)
 	}
 	r3 := e.pop(p, "p")
-	if got := numbers(t, r3.Messages); !eqInts(got, seq(3, 2)) || !r3.Verdicts[0].Drained {
+	if got := numbers(t, r3.Messages); !slices.Equal(got, seq(3, 2)) || !r3.Verdicts[0].Drained {
 		t.Fatalf("third pop %v %+v", got, r3.Verdicts)
 	}
 	// Acking with a lease that does not exist fails and changes nothing.
@@ -135,7 +124,7 @@ func TestLeaseExpiryRedelivers(t *testing.T) {
 	}
 	time.Sleep(1100 * time.Millisecond)
 	r2 := e.pop(p, "p")
-	if got := numbers(t, r2.Messages); !eqInts(got, seq(0, 2)) || r2.Messages[0].DeliveryAttempt != 2 || r2.LeaseID == r.LeaseID {
+	if got := numbers(t, r2.Messages); !slices.Equal(got, seq(0, 2)) || r2.Messages[0].DeliveryAttempt != 2 || r2.LeaseID == r.LeaseID {
 		t.Fatalf("after expiry %v %+v", got, r2.Messages)
 	}
 	// The old lease is gone: its ack fails; the new one works.
@@ -153,11 +142,11 @@ func TestAutoAck(t *testing.T) {
 	e.tick("q")
 	p := broker.Pop{Queue: "q", Batch: 2, AutoAck: true}
 	r := e.pop(p, "p")
-	if got := numbers(t, r.Messages); !eqInts(got, seq(0, 2)) || r.LeaseID != "" {
+	if got := numbers(t, r.Messages); !slices.Equal(got, seq(0, 2)) || r.LeaseID != "" {
 		t.Fatalf("autoack pop %v lease %q", got, r.LeaseID)
 	}
 	r = e.pop(p, "p")
-	if got := numbers(t, r.Messages); !eqInts(got, seq(2, 1)) || !r.Verdicts[0].Drained {
+	if got := numbers(t, r.Messages); !slices.Equal(got, seq(2, 1)) || !r.Verdicts[0].Drained {
 		t.Fatalf("autoack second pop %v %+v", got, r.Verdicts)
 	}
 	if r = e.pop(p, "p"); len(r.Messages) != 0 {

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -167,7 +168,7 @@ func TestTransactionRollbackAndRepeatableRead(t *testing.T) {
 	e.tick("q")
 	// The committed ack moved the cursor past message 0; the committed
 	// push (not a duplicate: the rolled-back ones left no dedup row) follows.
-	if got := numbers(t, e.pop(broker.Pop{Queue: "q", Batch: 5, AutoAck: true}, "p").Messages); !eqInts(got, []int{1}) {
+	if got := numbers(t, e.pop(broker.Pop{Queue: "q", Batch: 5, AutoAck: true}, "p").Messages); !slices.Equal(got, []int{1}) {
 		t.Fatalf("after commit: %v", got)
 	}
 }

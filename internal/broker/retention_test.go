@@ -3,6 +3,7 @@ package broker_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func TestRetentionExpiresEventsAndRotationReclaims(t *testing.T) {
 	e.pushN("q", "a", 0, 50)
 	e.tick("q")
 	g := broker.Pop{Queue: "q", Group: "g", Batch: 1, AutoAck: true, SubscriptionMode: "all"}
-	if r := e.pop(g, "a"); !eqInts(numbers(t, r.Messages), []int{0}) {
+	if r := e.pop(g, "a"); !slices.Equal(numbers(t, r.Messages), []int{0}) {
 		t.Fatalf("first pop: %+v", r)
 	}
 	sizeBefore := old()
@@ -79,7 +80,7 @@ func TestRetentionExpiresEventsAndRotationReclaims(t *testing.T) {
 	e.switchOnce("q", nil)
 	e.switchOnce("q", func() { e.pushN("q", "a", 100, 1) })
 	e.tick("q")
-	if r := e.pop(g, "a"); !eqInts(numbers(t, r.Messages), []int{100}) {
+	if r := e.pop(g, "a"); !slices.Equal(numbers(t, r.Messages), []int{100}) {
 		t.Fatalf("after the expiry: %+v", r)
 	}
 	// Switch 3 truncates table t0.
@@ -104,7 +105,7 @@ func TestRetentionKeepsUnexpiredBacklog(t *testing.T) {
 	e.pushN("q", "a", 0, 5)
 	e.tick("q")
 	g := broker.Pop{Queue: "q", Group: "g", Batch: 1, AutoAck: true, SubscriptionMode: "all"}
-	if r := e.pop(g, "a"); !eqInts(numbers(t, r.Messages), []int{0}) {
+	if r := e.pop(g, "a"); !slices.Equal(numbers(t, r.Messages), []int{0}) {
 		t.Fatalf("first pop: %+v", r)
 	}
 	switches := 0
@@ -122,7 +123,7 @@ func TestRetentionKeepsUnexpiredBacklog(t *testing.T) {
 		t.Fatalf("%d event-table switches while g has unexpired events pending", switches)
 	}
 	g.Batch = 10
-	if r := e.pop(g, "a"); !eqInts(numbers(t, r.Messages), seq(1, 4)) {
+	if r := e.pop(g, "a"); !slices.Equal(numbers(t, r.Messages), seq(1, 4)) {
 		t.Fatalf("backlog after the rotation attempts: %v", numbers(t, r.Messages))
 	}
 }

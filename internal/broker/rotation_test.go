@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,7 +75,7 @@ func TestGroupCursorsPinRotation(t *testing.T) {
 			}
 		}
 	}
-	if !eqInts(got["a"], seq(1, 2)) || !eqInts(got["b"], seq(10, 3)) {
+	if !slices.Equal(got["a"], seq(1, 2)) || !slices.Equal(got["b"], seq(10, 3)) {
 		t.Fatalf("after held rotation the group read %v", got)
 	}
 	// Caught up: rotation proceeds, and keeps proceeding while idle (the
@@ -98,7 +99,7 @@ func TestGroupCursorsPinRotation(t *testing.T) {
 	// New events after the rotations are still delivered.
 	e.pushN("q", "b", 20, 1)
 	e.tick("q")
-	if r := e.pop(broker.Pop{Queue: "q", Batch: 5}, "b"); !eqInts(numbers(t, r.Messages), []int{20}) {
+	if r := e.pop(broker.Pop{Queue: "q", Batch: 5}, "b"); !slices.Equal(numbers(t, r.Messages), []int{20}) {
 		t.Fatalf("after rotation: %+v", r)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,18 +40,6 @@ func txns(l listRes) []string {
 		out = append(out, m.TransactionID)
 	}
 	return out
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // doAs sends a request with extra headers (a tenant).
@@ -89,7 +78,7 @@ func TestMessagesListGetDelete(t *testing.T) {
 
 	var all listRes
 	b.must(http.StatusOK, "GET", "/api/v1/messages?queue=mq", nil, &all)
-	if got := txns(all); !sameStrings(got, []string{"t4", "t3", "t2", "t1"}) || all.Total != 4 {
+	if got := txns(all); !slices.Equal(got, []string{"t4", "t3", "t2", "t1"}) || all.Total != 4 {
 		t.Fatalf("list: %v total %d, want t4 t3 t2 t1 (newest first) total 4", got, all.Total)
 	}
 	for _, m := range all.Messages {
@@ -99,13 +88,13 @@ func TestMessagesListGetDelete(t *testing.T) {
 	}
 	var p1 listRes
 	b.must(http.StatusOK, "GET", "/api/v1/messages?queue=mq&partition=p1", nil, &p1)
-	if got := txns(p1); !sameStrings(got, []string{"t3", "t2", "t1"}) {
+	if got := txns(p1); !slices.Equal(got, []string{"t3", "t2", "t1"}) {
 		t.Fatalf("partition p1: %v", got)
 	}
 	var page1, page2 listRes
 	b.must(http.StatusOK, "GET", "/api/v1/messages?limit=2", nil, &page1)
 	b.must(http.StatusOK, "GET", "/api/v1/messages?limit=2&offset=2", nil, &page2)
-	if got := append(txns(page1), txns(page2)...); !sameStrings(got, []string{"t5", "t4", "t3", "t2"}) {
+	if got := append(txns(page1), txns(page2)...); !slices.Equal(got, []string{"t5", "t4", "t3", "t2"}) {
 		t.Fatalf("pages: %v, want t5 t4 | t3 t2", got)
 	}
 	var old listRes
@@ -140,7 +129,7 @@ func TestMessagesListGetDelete(t *testing.T) {
 	}
 	var done listRes
 	b.must(http.StatusOK, "GET", "/api/v1/messages?queue=mq&status=completed", nil, &done)
-	if got := txns(done); !sameStrings(got, []string{"t1"}) || !done.Mode.HasQueueMode || done.Mode.Type != "queue" {
+	if got := txns(done); !slices.Equal(got, []string{"t1"}) || !done.Mode.HasQueueMode || done.Mode.Type != "queue" {
 		t.Fatalf("completed: %v mode %+v", got, done.Mode)
 	}
 
@@ -152,7 +141,7 @@ func TestMessagesListGetDelete(t *testing.T) {
 		t.Fatalf("second delete: %d %s", code, out)
 	}
 	b.must(http.StatusOK, "GET", "/api/v1/messages?queue=mq&partition=p1", nil, &p1)
-	if got := txns(p1); !sameStrings(got, []string{"t3", "t1"}) {
+	if got := txns(p1); !slices.Equal(got, []string{"t3", "t1"}) {
 		t.Fatalf("list after delete: %v", got)
 	}
 	// Never delivered: queue mode and a new group that reads everything.
@@ -167,7 +156,7 @@ func TestMessagesListGetDelete(t *testing.T) {
 		if len(p.Messages) > 0 && p.ConsumerGroup == "g" {
 			want = []string{"t1", "t3"}
 		}
-		if !sameStrings(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("%s: %v, want %v", path, got, want)
 		}
 	}
