@@ -65,12 +65,16 @@ func TestGroupRangeReadsStartAtPosition(t *testing.T) {
 	// Each range read descends the index once per event table (root and
 	// leaf, and its in-progress-xid probes: none here): a pop reads two
 	// ranges (the open one, exhausted, and the next one) in two tables, an
-	// ack one or two. The history alone is ~30 leaf pages per read.
-	if popRead > 16 {
-		t.Errorf("a pop of 1 message after %d consumed events read %d blocks of the partition index, want at most 16", history, popRead)
+	// ack one or two. The history alone is ~30 leaf pages per read. An
+	// ANALYZE of the event table (autovacuum's, whenever it comes round on
+	// a slow run) changes the claim's generic plan: 14 blocks unanalyzed,
+	// 23 analyzed, the same at 8,000 and 32,000 consumed events.
+	const bound = 24
+	if popRead > bound {
+		t.Errorf("a pop of 1 message after %d consumed events read %d blocks of the partition index, want at most %d", history, popRead, bound)
 	}
-	if ackRead > 16 {
-		t.Errorf("an ack of 1 message after %d consumed events read %d blocks of the partition index, want at most 16", history, ackRead)
+	if ackRead > bound {
+		t.Errorf("an ack of 1 message after %d consumed events read %d blocks of the partition index, want at most %d", history, ackRead, bound)
 	}
 	t.Logf("partition index blocks read: pop %d, ack %d", popRead, ackRead)
 }
