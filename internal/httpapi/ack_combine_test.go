@@ -56,9 +56,10 @@ func TestAckRequestsCombined(t *testing.T) {
 		out, _ := io.ReadAll(resp.Body)
 		var res []ackRes
 		if err := json.Unmarshal(out, &res); err != nil {
-			err = fmt.Errorf("%s: %w", out, err)
+			ch <- outcome{resp.StatusCode, nil, fmt.Errorf("%s: %w", out, err)}
+			return
 		}
-		ch <- outcome{resp.StatusCode, res, err}
+		ch <- outcome{resp.StatusCode, res, nil}
 	}
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
