@@ -418,3 +418,84 @@ func TestAckCombinerTimeoutFailsAllAtOnce(t *testing.T) {
 		t.Error("a timed-out ack released a lease")
 	}
 }
+
+// Requests combined in one call answer exactly as the same requests run
+// one after the other: a retry releasing the lease, acks held ahead, the
+// same message acked again, an ack after the release. Partition x gets
+// them combined, partition y (the same three messages) one by one.
+func TestAckCombinerAnswersAsSequential(t *testing.T) {
+	e := newAckCombEnv(t, 30*time.Second, nil)
+	for _, p := range []string{"x", "y"} {
+		e.pushN("q", p, 0, 3)
+	}
+	e.tick("q")
+	batch := map[string][]broker.Message{}
+	for _, p := range []string{"x", "y"} {
+		batch[p] = e.pop(broker.Pop{Queue: "q", Group: "g", Batch: 3, SubscriptionMode: "all"}, p).Messages
+		if len(batch[p]) != 3 {
+			t.Fatalf("pop %s: %+v", p, batch[p])
+		}
+	}
+	reqs := func(p string) [][]broker.Ack {
+		m := batch[p]
+		return [][]broker.Ack{
+			{ackOf(m[1], "completed")},
+			{ackOf(m[2], "completed"), ackOf(m[1], "failed")},
+			{ackOf(m[0], "retry")},
+			{ackOf(m[2], "completed"), ackOf(m[0], "completed")},
+		}
+	}
+	var want [][]broker.AckResult
+	for _, acks := range reqs("y") {
+		res, err := broker.AckBatch(ctxT(t), e.conn, "g", acks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, res)
+	}
+	release := e.hold()
+	var combined []ackReq
+	for _, acks := range reqs("x") {
+		combined = append(combined, one("g", acks...))
+	}
+	outs := e.start(context.Background(), combined...)
+	release()
+	for i, ch := range outs {
+		o := <-ch
+		if o.err != nil {
+			t.Fatalf("request %d: %v", i, o.err)
+		}
+		for j, r := range o.res[0] {
+			w := want[i][j]
+			r.TransactionID, r.PartitionID, w.TransactionID, w.PartitionID = "", 0, "", 0
+			if r != w {
+				t.Errorf("request %d ack %d combined: %+v; one by one: %+v", i, j, r, w)
+			}
+		}
+	}
+	if st := e.c.Stats(); st.Transactions != 2 {
+		t.Errorf("stats %+v, want 2 transactions (the held ack; the four)", st)
+	}
+	// The cursors end alike: position (as an index in the batch), lease,
+	// retries spent.
+	cursor := func(p string) string {
+		var pos *int64
+		var free bool
+		var fails, attempts int
+		if err := e.conn.QueryRow(ctxT(t), `SELECT gc.gc_pos, gc.gc_lease IS NULL, gc.gc_fails, gc.gc_attempts
+		      FROM pgque.group_cursor gc JOIN pgque.partition p ON p.part_id = gc.gc_partition AND p.part_queue = gc.gc_queue
+		     WHERE p.part_name = $1`, p).Scan(&pos, &free, &fails, &attempts); err != nil {
+			t.Fatal(err)
+		}
+		at := -1
+		for k, m := range batch[p] {
+			if pos != nil && m.EventID == *pos {
+				at = k
+			}
+		}
+		return fmt.Sprintf("position at #%d, lease released %v, %d retries spent, %d attempts", at, free, fails, attempts)
+	}
+	if x, y := cursor("x"), cursor("y"); x != y {
+		t.Errorf("cursor combined: %s; one by one: %s", x, y)
+	}
+}
