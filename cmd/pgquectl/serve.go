@@ -106,6 +106,7 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 	f.String("default-subscription-mode", "", "where a consumer group whose first pop names no subscriptionMode starts: all (or empty) from the oldest retained message, new (or new-only) from the latest message on (env PGQUE_DEFAULT_SUBSCRIPTION_MODE)")
 	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
 	f.Int("push-concurrency", broker.DefaultPushConcurrency, "pgque.push calls run at once; pushes arriving meanwhile go out together in the next call (one commit); default: the number of CPUs, between 2 and 4 (more calls than cores combine fewer pushes for more CPU)")
+	f.Int("ack-concurrency", broker.DefaultAckConcurrency, "ack transactions run at once; acks arriving meanwhile go out together in the next one (one pgque.group_ack per tenant and consumer group, one commit); default: the number of CPUs, between 2 and 4")
 	f.Bool("no-auto-tick", false, "do not tick a queue after a push (leave ticking to pg_cron or the ticker daemon)")
 	f.Bool("standby-ticker", true, "run the ticker daemon in standby: tick (every --standby-tick-period) only while no pg_cron ticker_loop and no other daemon ticks; needs pgque_admin")
 	f.Duration("standby-tick-period", 10*time.Millisecond, "how often the standby ticker calls pgque.ticker() once it ticks (queues still tick at their own tick_period_ms)")
@@ -120,6 +121,9 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	if n := a.v.GetInt("push-concurrency"); n < 1 || n > 1000 {
 		return usagef("--push-concurrency must be between 1 and 1000 (got %d)", n)
+	}
+	if n := a.v.GetInt("ack-concurrency"); n < 1 || n > 1000 {
+		return usagef("--ack-concurrency must be between 1 and 1000 (got %d)", n)
 	}
 	if a.v.GetInt64("body-limit") < 1024 {
 		return usagef("--body-limit must be at least 1024 bytes")
@@ -172,7 +176,8 @@ func runServe(cmd *cobra.Command, a *app) error {
 		IdleTimeout: a.durationFlag("idle-timeout"), WriteTimeout: a.durationFlag("write-timeout"),
 		MaxConns:   a.v.GetInt("max-connections"),
 		AuthSecret: []byte(a.v.GetString("auth-secret")), TenantHeader: a.v.GetString("tenant-header"),
-		NoAutoTick: a.v.GetBool("no-auto-tick"), PushConcurrency: a.v.GetInt("push-concurrency"), Logger: a.log,
+		NoAutoTick: a.v.GetBool("no-auto-tick"), PushConcurrency: a.v.GetInt("push-concurrency"),
+		AckConcurrency: a.v.GetInt("ack-concurrency"), Logger: a.log,
 		HotList: a.v.GetBool("hotlist"), HotListOptions: hot,
 		DefaultSubscriptionMode: a.v.GetString("default-subscription-mode"),
 	})

@@ -1,6 +1,11 @@
 package broker
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // Ack statuses the SQL understands (anything else counts as failed).
 const (
@@ -52,6 +57,24 @@ func AckBatchIn(ctx context.Context, q Querier, scope Scope, group string, acks 
 	if len(acks) == 0 {
 		return []AckResult{}, nil
 	}
+	rows, err := q.Query(ctx, groupAckSQL, groupAckArgs(scope, group, acks)...)
+	if err != nil {
+		return nil, wrap("ack", err)
+	}
+	out, err := scanAcks(rows, len(acks))
+	if err != nil {
+		return nil, wrap("ack", err)
+	}
+	return out, nil
+}
+
+// groupAckSQL is the pgque.group_ack call of AckBatchIn and the
+// AckCombiner, with groupAckArgs.
+const groupAckSQL = `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id, redeliver
+		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[], $7)`
+
+// groupAckArgs are groupAckSQL's arguments for acks of group in scope.
+func groupAckArgs(scope Scope, group string, acks []Ack) []any {
 	txns := make([]string, len(acks))
 	parts := make([]*string, len(acks))
 	statuses := make([]*string, len(acks))
@@ -66,20 +89,23 @@ func AckBatchIn(ctx context.Context, q Querier, scope Scope, group string, acks 
 		}
 		errs[i] = strOrNil(a.Error)
 	}
-	rows, err := q.Query(ctx, `SELECT idx, transaction_id, success, error, lease_released, dlq, noop, queue_name, partition_id, redeliver
-		FROM pgque.group_ack($1, $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[], $7)`,
-		group, txns, parts, statuses, leases, errs, scope.arg())
-	if err != nil {
-		return nil, wrap("ack", err)
-	}
+	return []any{group, txns, parts, statuses, leases, errs, scope.arg()}
+}
+
+// scanAcks reads groupAckSQL's rows (closing them): one per item, in item
+// order (idx 0 .. n-1).
+func scanAcks(rows pgx.Rows, n int) ([]AckResult, error) {
 	defer rows.Close()
-	out := make([]AckResult, 0, len(acks))
+	out := make([]AckResult, 0, n)
 	for rows.Next() {
 		var r AckResult
 		var txn, e, queue *string
 		var pid *int32
 		if err := rows.Scan(&r.Index, &txn, &r.Success, &e, &r.LeaseReleased, &r.DLQ, &r.Noop, &queue, &pid, &r.Redeliver); err != nil {
-			return nil, wrap("ack", err)
+			return nil, err
+		}
+		if r.Index != len(out) {
+			return nil, fmt.Errorf("group_ack row %d has index %d (a bug: report it)", len(out), r.Index)
 		}
 		r.TransactionID, r.Error, r.Queue, r.PartitionID = deref(txn), deref(e), deref(queue), -1
 		if pid != nil {
@@ -88,7 +114,10 @@ func AckBatchIn(ctx context.Context, q Querier, scope Scope, group string, acks 
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap("ack", err)
+		return nil, err
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("group_ack: %d results for %d items (a bug: report it)", len(out), n)
 	}
 	return out, nil
 }

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/pgquectl/pgquectl/internal/broker"
 )
 
@@ -45,20 +43,17 @@ func (a ackItem) toBroker(field string, i int) (broker.Ack, error) {
 		LeaseID: a.LeaseID, Error: a.Error}, nil
 }
 
-// runAcks acknowledges items (each with its group, defaulting to group) on
-// q, confined to scope's queues (another tenant's partition is an unknown
-// one): one broker call per distinct group, results in request order.
-func runAcks(ctx context.Context, q broker.Querier, scope broker.Scope, group string, items []ackItem, field string) ([]broker.AckResult, error) {
-	type part struct {
-		idx  []int
-		acks []broker.Ack
-	}
-	byGroup := map[string]*part{}
-	var order []string
+// ackParts splits items by consumer group (each item's own, else group,
+// else QueueMode), groups in order of first appearance; idx[k][j] is the
+// request index of part k's ack j.
+func ackParts(group string, items []ackItem, field string) ([]broker.AckPart, [][]int, error) {
+	var parts []broker.AckPart
+	var idx [][]int
+	byGroup := map[string]int{}
 	for i, it := range items {
 		a, err := it.toBroker(field, i)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		g := it.ConsumerGroup
 		if g == "" {
@@ -67,26 +62,47 @@ func runAcks(ctx context.Context, q broker.Querier, scope broker.Scope, group st
 		if g == "" {
 			g = broker.QueueMode
 		}
-		if byGroup[g] == nil {
-			byGroup[g] = &part{}
-			order = append(order, g)
+		k, ok := byGroup[g]
+		if !ok {
+			k = len(parts)
+			byGroup[g] = k
+			parts = append(parts, broker.AckPart{Group: g})
+			idx = append(idx, nil)
 		}
-		byGroup[g].idx = append(byGroup[g].idx, i)
-		byGroup[g].acks = append(byGroup[g].acks, a)
+		parts[k].Acks = append(parts[k].Acks, a)
+		idx[k] = append(idx[k], i)
 	}
-	out := make([]broker.AckResult, len(items))
-	for _, g := range order {
-		p := byGroup[g]
-		res, err := broker.AckBatchIn(ctx, q, scope, g, p.acks)
-		if err != nil {
+	return parts, idx, nil
+}
+
+// mergeAcks puts the parts' results back in request order (n items).
+func mergeAcks(n int, idx [][]int, res [][]broker.AckResult) []broker.AckResult {
+	out := make([]broker.AckResult, n)
+	for k, rs := range res {
+		for j, r := range rs {
+			r.Index = idx[k][j]
+			out[r.Index] = r
+		}
+	}
+	return out
+}
+
+// runAcks acknowledges items (each with its group, defaulting to group) on
+// q, confined to scope's queues (another tenant's partition is an unknown
+// one): one broker call per distinct group, results in request order. (The
+// transaction route's; the ack routes go through the server's AckCombiner.)
+func runAcks(ctx context.Context, q broker.Querier, scope broker.Scope, group string, items []ackItem, field string) ([]broker.AckResult, error) {
+	parts, idx, err := ackParts(group, items, field)
+	if err != nil {
+		return nil, err
+	}
+	res := make([][]broker.AckResult, len(parts))
+	for k, p := range parts {
+		if res[k], err = broker.AckBatchIn(ctx, q, scope, p.Group, p.Acks); err != nil {
 			return nil, err
 		}
-		for j, r := range res {
-			r.Index = p.idx[j]
-			out[p.idx[j]] = r
-		}
 	}
-	return out, nil
+	return mergeAcks(len(items), idx, res), nil
 }
 
 func (s *Server) ack(w http.ResponseWriter, r *http.Request) error {
@@ -108,44 +124,24 @@ func (s *Server) ackBatch(w http.ResponseWriter, r *http.Request) error {
 	return s.doAcks(w, r, req.ConsumerGroup, *req.Acknowledgments, "acknowledgments")
 }
 
+// doAcks runs a request's acks through the server's AckCombiner: with
+// the acks of other requests arriving meanwhile, in one transaction (all of
+// this request's groups in it: all or nothing for database errors).
 func (s *Server) doAcks(w http.ResponseWriter, r *http.Request, group string, items []ackItem, field string) error {
-	for i, it := range items {
-		if _, err := it.toBroker(field, i); err != nil {
-			return err
-		}
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
-	defer cancel()
-	var res []broker.AckResult
-	var err error
-	if groupsOf(group, items) > 1 {
-		// Several groups: one transaction, so the batch is all-or-nothing
-		// for database errors like a single call.
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			res, err = runAcks(ctx, tx, scopeOf(r), group, items, field)
-			return err
-		})
-	} else {
-		res, err = runAcks(ctx, s.pool, scopeOf(r), group, items, field)
-	}
+	parts, idx, err := ackParts(group, items, field)
 	if err != nil {
 		return err
 	}
-	s.afterAcks(res, items, group)
-	writeJSON(w, http.StatusOK, ackResults(res))
-	return nil
-}
-
-func groupsOf(group string, items []ackItem) int {
-	seen := map[string]bool{}
-	for _, it := range items {
-		g := it.ConsumerGroup
-		if g == "" {
-			g = group
-		}
-		seen[g] = true
+	ctx, cancel := context.WithTimeout(r.Context(), dbTimeout)
+	defer cancel()
+	res, err := s.acker.Ack(ctx, scopeOf(r), parts)
+	if err != nil {
+		return err
 	}
-	return len(seen)
+	out := mergeAcks(len(items), idx, res)
+	s.afterAcks(out, items, group)
+	writeJSON(w, http.StatusOK, ackResults(out))
+	return nil
 }
 
 func ackResults(res []broker.AckResult) []ackResult {

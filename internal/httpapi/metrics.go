@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/hotlist"
 )
 
@@ -61,6 +62,21 @@ func newMetrics(s *Server) *metrics {
 	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgque_push_waiting",
 		Help: "Pushes waiting for a pgque.push call slot right now (they go out together in the next call)."},
 		func() float64 { return float64(s.pusher.Waiting()) }))
+	f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pgque_ack_waiting",
+		Help: "Ack requests waiting for an ack transaction slot right now (they go out together in the next transaction)."},
+		func() float64 { return float64(s.acker.Waiting()) }))
+	for _, o := range []struct {
+		name, help string
+		v          func(broker.AckCombinerStats) int64
+	}{
+		{"pgque_ack_transactions_total", "Ack transactions (commits) run for the ack routes, each combining the requests that waited.", func(st broker.AckCombinerStats) int64 { return st.Transactions }},
+		{"pgque_ack_statements_total", "pgque.group_ack calls in those transactions (one per tenant and consumer group).", func(st broker.AckCombinerStats) int64 { return st.Statements }},
+		{"pgque_ack_requests_total", "Ack requests those transactions answered (requests per transaction: how much was combined).", func(st broker.AckCombinerStats) int64 { return st.Requests }},
+	} {
+		v := o.v
+		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: o.name, Help: o.help},
+			func() float64 { return float64(v(s.acker.Stats())) }))
+	}
 	m.hotWakes = prometheus.NewCounter(prometheus.CounterOpts{Name: "pgque_hotlist_wakes_total",
 		Help: "Parked wildcard pops woken by the hot-list (a mark, a due revisit, a promoted ack, a reseed that found work)."})
 	if s.hot != nil {

@@ -92,6 +92,10 @@ type Config struct {
 	// once; pushes arriving while they run are combined into the next
 	// call (broker.Combiner). 0 = broker.DefaultPushConcurrency.
 	PushConcurrency int
+	// AckConcurrency is how many ack transactions the broker runs at once;
+	// acks arriving while they run are combined into the next one
+	// (broker.AckCombiner). 0 = broker.DefaultAckConcurrency.
+	AckConcurrency int
 	// DefaultSubscriptionMode is where a consumer group whose first pop
 	// names no subscriptionMode starts (Queen's DEFAULT_SUBSCRIPTION_MODE):
 	// "" or "all" from the oldest retained message, "new" (or "new-only")
@@ -111,6 +115,7 @@ type Server struct {
 	hot     *hotlistpg.Source // nil: hot-list off
 	ticker  *queueTicker
 	pusher  *broker.Combiner
+	acker   *broker.AckCombiner
 	metrics *metrics
 	origin  string
 	started time.Time
@@ -198,6 +203,7 @@ func New(cfg Config) (*Server, error) {
 		s.ticker.covers = s.hot.TickCovers
 	}
 	s.pusher = broker.NewCombiner(cfg.Pool, cfg.PushConcurrency, 0, dbTimeout)
+	s.acker = broker.NewAckCombiner(cfg.Pool, cfg.AckConcurrency, 0, dbTimeout)
 	s.metrics = newMetrics(s)
 	s.initMaintenance()
 	s.handler = s.routes()
