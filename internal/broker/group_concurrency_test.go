@@ -1100,3 +1100,33 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// The order checks of TestGroupConcurrencyRandomized can fail: a
+// transaction split or reordered, and a transaction served before one
+// that committed before it began, are reported; commit order is not.
+func TestGroupConcurrencyOrderCheck(t *testing.T) {
+	t0 := time.Now()
+	a := &gcTx{id: 1, committed: true, pushStart: t0, commitEnd: t0.Add(10 * time.Millisecond)}
+	b := &gcTx{id: 2, committed: true, pushStart: t0.Add(20 * time.Millisecond), commitEnd: t0.Add(30 * time.Millisecond)}
+	c := &gcTx{id: 3, committed: true, pushStart: t0.Add(5 * time.Millisecond), commitEnd: t0.Add(40 * time.Millisecond)} // overlaps a and b
+	s := &gcState{items: map[string]*gcItem{}}
+	for _, it := range []*gcItem{{key: "a0", tx: a}, {key: "a1", tx: a, idx: 1}, {key: "b0", tx: b}, {key: "c0", tx: c}} {
+		s.items[it.key] = it
+	}
+	for _, tc := range []struct {
+		seq  []string
+		want string
+	}{
+		{[]string{"a0", "a1", "b0", "c0"}, ""},
+		{[]string{"c0", "a0", "a1", "b0"}, ""}, // c overlaps both: either order
+		{[]string{"a0", "c0", "b0", "a1"}, "not contiguous"},
+		{[]string{"a1", "a0", "b0"}, "not contiguous"},
+		{[]string{"b0", "a0", "a1"}, "before the other began"},
+	} {
+		var got []string
+		s.checkOrder("g", "p", tc.seq, func(format string, args ...any) { got = append(got, fmt.Sprintf(format, args...)) })
+		if tc.want == "" && len(got) > 0 || tc.want != "" && !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, tc.want) }) {
+			t.Errorf("%v: got %q, want %q", tc.seq, got, tc.want)
+		}
+	}
+}
