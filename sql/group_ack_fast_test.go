@@ -198,7 +198,7 @@ func TestGroupAckFastPathSameAnswers(t *testing.T) {
 // small number of statements whatever its size: group_ack's lookup of the
 // partition's queue and group, the call of the generated function, and
 // that function's lock and its read-and-UPDATE (4). The general path ran
-// 12 for one item. Counted with auto_explain, which logs every statement
+// 11 for one item. Counted with auto_explain, which logs every statement
 // the executor runs, nested ones included.
 func TestGroupAckFastPathStatements(t *testing.T) {
 	e := setup(t)
