@@ -35,6 +35,19 @@
 -- partition_id, redeliver: the lease was released for a retry, so the
 -- batch comes back (false when released at the batch end)) per item
 -- (queue_name, partition_id NULL for an unknown partition).
+-- Fast path: the common case - every item completed (NULL or a
+-- lower-case completed / success / acked / ok), all on one partition,
+-- under one lease id (or none), and the items exactly the next events
+-- after the position in batch order - is recognised by a simple
+-- expression and runs 4 statements: the lookup of the partition's queue
+-- (in the tenant) and group, and the queue's generated
+-- pgque.group_ack_fast_q<queue>_t<table>, which locks the cursor only if
+-- its lease is live and the caller's with no ack held ahead, reads the
+-- first n events after the position and, when they are the items in
+-- order, moves the position over them in one UPDATE (the lease released
+-- at the batch end). When it returns nothing (it then wrote nothing), the
+-- general path below answers; either way the rows and the cursor are the
+-- general path's (TestGroupAckFastPathSameAnswers).
 -- Set-based: the items' cursors are locked at once (key order); one read
 -- per queue matches the items against their leased batches, (position,
 -- batch end] through the (ev_partition, ev_txid, ev_id) index (each event
@@ -119,6 +132,12 @@ DECLARE
     v_next    boolean;
     v_k       int;
     v_m       int;
+    -- the fast path's queue, partition, current table, rows returned
+    f_queue   int;
+    f_part    int;
+    f_table   int;
+    f_qname   text;
+    f_rows    bigint;
 BEGIN
     IF cardinality(i_partition_ids) IS DISTINCT FROM v_n
        OR (i_statuses IS NOT NULL AND cardinality(i_statuses) <> v_n)
@@ -129,6 +148,37 @@ BEGIN
     END IF;
     IF v_n = 0 THEN
         RETURN;
+    END IF;
+    -- The fast path (the common shape: one consumer acks, completed, the
+    -- batch it holds on one partition, under one lease id or none): the
+    -- shape is a simple expression (no query); then one lookup of the
+    -- partition's queue (in the tenant) and the group, and one call of the
+    -- queue's generated group_ack_fast (planned once per session), which
+    -- locks the cursor if the lease is live and the caller's with no ack
+    -- held ahead, and moves the position in one UPDATE if the items are
+    -- exactly the next events after it, in order. Anything else (no row
+    -- back: nothing was written) takes the general path below, which
+    -- gives the same answers for that case.
+    IF i_partition_ids[1] IS NOT NULL AND i_partition_ids[1] = ALL (i_partition_ids)
+       AND array_position(i_transaction_ids, NULL) IS NULL
+       AND (i_statuses IS NULL OR array_replace(i_statuses, NULL, 'completed') <@ ARRAY['completed', 'success', 'acked', 'ok', ''])
+       AND (i_lease_ids IS NULL OR cardinality(array_remove(i_lease_ids, NULL)) = 0
+            OR i_lease_ids[1] IS NOT NULL AND i_lease_ids[1] = ALL (i_lease_ids)) THEN
+        SELECT p.part_queue, p.part_id, q.queue_cur_table, q.queue_name, g.grp_id
+          INTO f_queue, f_part, f_table, f_qname, v_group
+          FROM pgque.partition p
+          JOIN pgque.queue q ON q.queue_id = p.part_queue
+          JOIN pgque.broker_group g ON g.grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__')
+         WHERE p.part_uuid = i_partition_ids[1]
+           AND (i_tenant IS NULL OR pgque.queue_in_tenant(q.queue_name, i_tenant));
+        IF FOUND THEN
+            RETURN QUERY EXECUTE 'SELECT * FROM pgque.group_ack_fast_q' || f_queue || '_t' || f_table || '($1, $2, $3, $4, $5, $6)'
+            USING i_transaction_ids, f_queue, v_group, f_part, i_lease_ids[1], f_qname;
+            GET DIAGNOSTICS f_rows = ROW_COUNT;
+            IF f_rows > 0 THEN
+                RETURN;
+            END IF;
+        END IF;
     END IF;
     -- Generic plans for this function's statements, and index probes only
     -- (as the generated functions: group_plans), set here and restored

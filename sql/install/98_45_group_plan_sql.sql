@@ -16,7 +16,9 @@
 -- seeding the candidates' missing cursors: group_seed, called only when one
 -- is missing),
 -- group_ack (group_ack's read of the leased batches), group_ack_below (its
--- read below the position), group_pending (group_pending's probe),
+-- read below the position), group_ack_fast (group_ack's fast path: the
+-- lock, the read and the UPDATE of a completed in-order ack of a prefix of
+-- the batch, two statements), group_pending (group_pending's probe),
 -- group_advance_idle (its UPDATE; returns the rows updated), push_fresh
 -- (push's INSERT, writes unlike the others: one INSERT ... RETURNING of
 -- items of interned partitions without transactionId into the current
@@ -271,6 +273,70 @@ BEGIN
         $sql$,
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', NULL, NULL,
             'l.gc_pos_txid', NULL, '-l.gc_group', 'l.gc_from')) || '; END';
+    RETURN NEXT;
+
+    -- group_ack_fast: group_ack's fast path (one consumer acks, completed,
+    -- the first n events after the position of the batch it holds, in
+    -- order): lock the cursor if the lease is live and the caller's
+    -- (lease id $5, or none and the batch delivered once) with no ack held
+    -- ahead under it, then read the first n events after the position
+    -- (the read of group_ack's batch read, bounded at n: l is the locked
+    -- row, a variable) and, if they are exactly the items' keys in order
+    -- ($1, distinct), move the position over them in one UPDATE (the
+    -- lease released at the batch end) and return group_ack's rows.
+    -- No rows: not that case (nothing written; group_ack's general path
+    -- answers). $2 queue, $3 group, $4 partition, $6 queue name.
+    fn_kind := 'group_ack_fast';
+    fn_args := 'text[], int, int, int, uuid, text';
+    fn_result := 'TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, '
+                 'noop boolean, queue_name text, partition_id int, redeliver boolean)';
+    fn_volatility := 'VOLATILE';
+    fn_body := E'DECLARE l pgque.group_cursor;\nBEGIN ' || $sql$
+        SELECT gc.* INTO l FROM pgque.group_cursor gc
+         WHERE gc.gc_queue = $2 AND gc.gc_group = $3 AND gc.gc_partition = $4
+           AND gc.gc_lease IS NOT NULL AND gc.gc_lease_until > now()
+           AND coalesce(gc.gc_lease = $5, $5 IS NULL AND gc.gc_attempts <= 1)
+           AND NOT coalesce(gc.gc_acked_lease = gc.gc_lease AND cardinality(gc.gc_acked) > 0, false)
+           FOR UPDATE;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        RETURN QUERY $sql$ || format($sql$
+        WITH ev AS MATERIALIZED (
+            SELECT x.ev_id, x.ev_txid, coalesce(x.ev_extra1, pgque.message_uuid($2, x.ev_id, x.ev_time)::text) AS k,
+                   row_number() OVER (ORDER BY x.ev_txid, x.ev_id) AS n
+              FROM (%s) x
+             WHERE (x.ev_txid, x.ev_id) <= (l.gc_end_txid, l.gc_lease_end)
+        ), it AS MATERIALIZED (
+            SELECT u.t, u.o FROM unnest($1::text[]) WITH ORDINALITY u(t, o)
+        ), ok AS MATERIALIZED (
+            SELECT e.ev_id, e.ev_txid, e.ev_id = l.gc_lease_end AS fin,
+                   coalesce(l.gc_fail_ev IN (SELECT ev.ev_id FROM ev), false) AS unfail
+              FROM ev e
+             WHERE e.n = cardinality($1)
+               AND NOT EXISTS (SELECT 1 FROM it LEFT JOIN ev ON ev.n = it.o WHERE ev.k IS DISTINCT FROM it.t)
+               AND (SELECT count(DISTINCT it.t) FROM it) = cardinality($1)
+        ), up AS (
+            UPDATE pgque.group_cursor gc
+               SET gc_pos_txid = ok.ev_txid, gc_pos = ok.ev_id, gc_active = now(),
+                   gc_lease = CASE WHEN ok.fin THEN NULL ELSE gc.gc_lease END,
+                   gc_lease_until = CASE WHEN ok.fin THEN NULL ELSE gc.gc_lease_until END,
+                   gc_end_txid = CASE WHEN ok.fin THEN NULL ELSE gc.gc_end_txid END,
+                   gc_lease_end = CASE WHEN ok.fin THEN NULL ELSE gc.gc_lease_end END,
+                   gc_attempts = CASE WHEN ok.fin THEN 0 ELSE gc.gc_attempts END,
+                   gc_fail_ev = CASE WHEN ok.unfail THEN NULL ELSE gc.gc_fail_ev END,
+                   gc_fails = CASE WHEN ok.unfail THEN 0 ELSE gc.gc_fails END,
+                   gc_acked = NULL, gc_acked_lease = NULL
+              FROM ok
+             WHERE gc.gc_queue = $2 AND gc.gc_group = $3 AND gc.gc_partition = $4
+            RETURNING ok.fin
+        )
+        SELECT (it.o - 1)::int, it.t, true, NULL::text, up.fin AND it.o = cardinality($1), false, false, $6, $4, false
+          FROM up CROSS JOIN it
+         ORDER BY it.o
+        $sql$,
+            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos',
+            'l.gc_end_txid', 'cardinality($1)', '-l.gc_group', 'l.gc_from')) || '; END';
     RETURN NEXT;
 
     fn_kind := 'group_pending';
