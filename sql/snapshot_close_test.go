@@ -122,3 +122,50 @@ func TestAdvanceIdleNeverMovesARangeEndBack(t *testing.T) {
 		t.Fatalf("idle cursor not advanced: %s", got)
 	}
 }
+
+// A claim never serves a range whose end is later than its own snapshot: a
+// claim that committed after this one's snapshot (the newest row version,
+// which FOR UPDATE locks) may have closed the range at a later snapshot,
+// and read with this one an event of a transaction that committed in
+// between is invisible and would be passed over for good. Here a range
+// end from "later" (it sees a producer's transaction that is still in
+// flight) stands in for it: the claim leaves the cursor ('leased', a
+// retry soon) instead of serving the newer event past the held one; once
+// the producer committed, the next claim serves both, in order.
+func TestClaimSkipsRangeEndLaterThanItsSnapshot(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.push(ARRAY['q'], ARRAY['p'], ARRAY['0'::jsonb], NULL)`)
+	if got := e.claimPayloads("q", "g", "p", 10); !slices.Equal(got, []string{"0"}) {
+		t.Fatalf("first claim: %v, want [0]", got)
+	}
+	prod := pgtest.Conn(t, e.dsn)
+	ctx := ctxT(t)
+	tx, err := prod.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT pgque.push(ARRAY['q'], ARRAY['p'], ARRAY['1'::jsonb], NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(`SELECT pgque.push(ARRAY['q'], ARRAY['p'], ARRAY['2'::jsonb], NULL)`)
+	// hi: every transaction up to event 2's is visible (the producer's too)
+	e.exec(`UPDATE pgque.group_cursor gc
+	           SET gc_lo = gc.gc_hi,
+	               gc_hi = (m.x || ':' || m.x || ':')::pg_snapshot
+	          FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x) m`)
+	var verdict string
+	if err := e.conn.QueryRow(ctx, `SELECT string_agg(coalesce(l.payload, l.verdict), ',') FROM pgque.pop_list('q', 'g',
+		ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p'), 10, 1, NULL, true) l`).Scan(&verdict); err != nil {
+		t.Fatal(err)
+	}
+	if verdict != "leased" {
+		t.Fatalf("claim of a range ending after its snapshot: %q, want leased (nothing served)", verdict)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.claimPayloads("q", "g", "p", 10); !slices.Equal(got, []string{"1", "2"}) {
+		t.Fatalf("claim after the producer committed: %v, want [1 2]", got)
+	}
+}

@@ -155,13 +155,13 @@ func TestPushPoppableWithoutTick(t *testing.T) {
 	for _, cfg := range []httpapi.Config{{}, {NoAutoTick: true}, {HotList: true}} {
 		b := e.start(cfg)
 		q := fmt.Sprintf("q%v%v", cfg.NoAutoTick, cfg.HotList)
-		b.push(item(q, "", 1, "")) // creates the queue (and its first tick)
+		b.push(item(q, "", map[string]int{"n": 1}, "")) // creates the queue (and its first tick)
 		before := ticks()
 		if p := b.pop("/api/v1/pop/queue/" + q + "?autoAck=true"); p == nil || len(p.Messages) != 1 {
 			t.Fatalf("%+v: pop of the first push: %+v", cfg, p)
 		}
 		for n := 2; n <= 4; n++ {
-			b.push(item(q, "", n, ""))
+			b.push(item(q, "", map[string]int{"n": n}, ""))
 			p := b.pop("/api/v1/pop/queue/" + q + "?autoAck=true&batch=10")
 			if p == nil || len(p.Messages) != 1 || payloadN(p.Messages[0]) != n {
 				t.Fatalf("%+v: pop right after push %d: %+v", cfg, n, p)

@@ -88,13 +88,23 @@ BEGIN
         ), l AS (
             -- the lock re-checks the lease on the newest row version: a claim
             -- committed since is seen; a row a concurrent claim holds is
-            -- skipped: 'leased' below, never 'empty'
+            -- skipped: 'leased' below, never 'empty'. And the range end: a
+            -- claim that committed after this statement's snapshot (the
+            -- newest version, locked here) may have closed its range at a
+            -- later snapshot; read with this one, an event of a transaction
+            -- that committed in between would be invisible here and passed
+            -- over for good. Such a row is skipped as well ('leased'): its
+            -- hi must be at or before this statement's snapshot - hi's xmax
+            -- not above it, and no transaction in flight here visible in hi.
             SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
               FROM cur cu CROSS JOIN LATERAL (
                    SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
                      FROM pgque.group_cursor gc
                     WHERE cu.work AND gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = cu.gc_partition
                       AND (gc.gc_lease IS NULL OR gc.gc_lease_until <= now())
+                      AND pg_snapshot_xmax(gc.gc_hi) <= pg_snapshot_xmax(pg_current_snapshot())
+                      AND NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()) x
+                                       WHERE pg_visible_in_snapshot(x, gc.gc_hi))
                       FOR UPDATE SKIP LOCKED) gc
         ), ev AS (
             SELECT l.gc_partition AS pid, true AS in_cur, a.* FROM l CROSS JOIN LATERAL (%1$s) a
