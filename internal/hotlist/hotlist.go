@@ -253,11 +253,11 @@ func (h *HotList) markSlot(r *ring, idx uint32, now int64, qo QueueOptions, leas
 	reseed := leasedUntil != 0
 	if !reseed {
 		// New work restarts the empty-verdict backoff, whatever the state:
-		// a push marked while its entry is checked out or backing off is
-		// found empty until its tick, and must be revisited after
-		// RevisitMin. A reseed row is not such a mark: the scan saw the
-		// work at the latest tick, which pops see too, so an empty answer
-		// for it is final. Giving it the grace cost every stale-in-excess
+		// without ClaimsSeeMarks a push marked while its entry is checked
+		// out or backing off may be found empty until its tick, and must
+		// be revisited after RevisitMin. A reseed row is not such a mark:
+		// the scan saw the work, which later pops see too, so an empty
+		// answer for it is final. Giving it the grace cost every stale-in-excess
 		// reseed row about six more empty pop-list probes (50 ms … 1 s
 		// over 2 s), per reseed: a cost that grew with the partitions.
 		sl.empties = 0

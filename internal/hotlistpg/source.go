@@ -44,8 +44,7 @@ type Source struct {
 	names Names
 	peers *Transport
 	// replayRepeat: a dead-letter replay whose partition is not named
-	// forgets the queue's rings again after this long (its event becomes
-	// visible at the tick that follows).
+	// forgets the queue's rings again after this long (a safety net).
 	replayRepeat time.Duration
 
 	// Queue options (delayedProcessing, windowBuffer) by key, read from
@@ -302,9 +301,10 @@ func (s *Source) Note(ev broker.Event) {
 			return
 		}
 		// The partition is not named: every group of the queue reseeds at
-		// its next pop. The replayed event becomes visible at the tick
-		// that follows; a reseed in between would miss it, so forget the
-		// rings once more a little later (the reseed floor bounds the rest).
+		// its next pop. The replayed event is claimable once the replay
+		// committed (before this note); the rings are forgotten once more a
+		// little later all the same, a safety net from when it became
+		// visible only at the next tick (the reseed floor bounds the rest).
 		h.Invalidate(key)
 		h.WakeNow(key)
 		time.AfterFunc(s.replayRepeat, func() { h.Invalidate(key); h.WakeNow(key) })
