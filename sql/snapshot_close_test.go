@@ -128,8 +128,8 @@ func TestAdvanceIdleNeverMovesARangeEndBack(t *testing.T) {
 // which FOR UPDATE locks) may have closed the range at a later snapshot,
 // and read with this one an event of a transaction that committed in
 // between is invisible and would be passed over for good. Here a range
-// end from "later" (it sees a producer's transaction that is still in
-// flight) stands in for it: the claim leaves the cursor ('leased', a
+// end that sees a producer's transaction still in flight (the producer's
+// own snapshot) stands in for it: the claim leaves the cursor ('leased', a
 // retry soon) instead of serving the newer event past the held one; once
 // the producer committed, the next claim serves both, in order.
 func TestClaimSkipsRangeEndLaterThanItsSnapshot(t *testing.T) {
@@ -149,11 +149,14 @@ func TestClaimSkipsRangeEndLaterThanItsSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.exec(`SELECT pgque.push(ARRAY['q'], ARRAY['p'], ARRAY['2'::jsonb], NULL)`)
-	// hi: every transaction up to event 2's is visible (the producer's too)
-	e.exec(`UPDATE pgque.group_cursor gc
-	           SET gc_lo = gc.gc_hi,
-	               gc_hi = (m.x || ':' || m.x || ':')::pg_snapshot
-	          FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS x) m`)
+	// hi: the producer's own snapshot, taken now - it sees event 2 and,
+	// being its own, the producer's transaction (not in its xip), as a
+	// snapshot taken after the producer's commit would
+	var later string
+	if err := tx.QueryRow(ctx, `SELECT pg_current_snapshot()::text`).Scan(&later); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(`UPDATE pgque.group_cursor gc SET gc_lo = gc.gc_hi, gc_hi = $1::text::pg_snapshot`, later)
 	var verdict string
 	if err := e.conn.QueryRow(ctx, `SELECT string_agg(coalesce(l.payload, l.verdict), ',') FROM pgque.pop_list('q', 'g',
 		ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p'), 10, 1, NULL, true) l`).Scan(&verdict); err != nil {
