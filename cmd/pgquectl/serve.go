@@ -107,7 +107,7 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
 	f.Int("push-concurrency", broker.DefaultPushConcurrency, "pgque.push calls run at once; pushes arriving meanwhile go out together in the next call (one commit); default: the number of CPUs, between 2 and 4 (more calls than cores combine fewer pushes for more CPU)")
 	f.Int("ack-concurrency", broker.DefaultAckConcurrency, "ack transactions run at once; acks arriving meanwhile go out together in the next one (one pgque.group_ack per tenant and consumer group, one commit); default: the number of CPUs, between 2 and 4")
-	f.Bool("no-auto-tick", false, "do not tick a queue after a push (leave ticking to pg_cron or the ticker daemon)")
+	f.Bool("no-auto-tick", false, "no effect, kept for compatibility: the broker no longer ticks after a push (consumer groups need no tick; classic consumers are ticked by pg_cron, the ticker daemon or the standby ticker)")
 	f.Bool("standby-ticker", true, "run the ticker daemon in standby: tick (every --standby-tick-period) only while no pg_cron ticker_loop and no other daemon ticks; needs pgque_admin")
 	f.Duration("standby-tick-period", 10*time.Millisecond, "how often the standby ticker calls pgque.ticker() once it ticks (queues still tick at their own tick_period_ms)")
 	f.String("pprof", "", "serve Go's profiler (/debug/pprof/) on this host:port, e.g. 127.0.0.1:6060 (default: off; for diagnosis only)")

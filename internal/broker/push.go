@@ -35,9 +35,8 @@ type PushResult struct {
 	// hot-list marks).
 	PartitionID int32
 	// Txid is the id of the transaction that stored it
-	// (pg_current_xact_id()): once that committed, a tick whose snapshot
-	// sees it makes the message poppable (the broker skips ticks that would
-	// add nothing).
+	// (pg_current_xact_id()). A group claim sees the message as soon as it
+	// committed; a classic consumer once a tick's snapshot sees it.
 	Txid int64
 }
 
@@ -45,6 +44,22 @@ type PushResult struct {
 // on first use) with one call of pgque.push. All or nothing: an error means
 // nothing was pushed.
 func Push(ctx context.Context, q Querier, items []Item) ([]PushResult, error) {
+	return PushNotify(ctx, q, items, Notify{})
+}
+
+// Notify names a NOTIFY a push sends in its own transaction: on Channel,
+// payload Prefix + the stored queue name, once per queue it stored a
+// message in (PostgreSQL folds a transaction's identical notifications
+// into one). It is delivered at commit, when the messages are claimable:
+// the brokers use it to wake each other's parked pops. A zero Notify
+// sends nothing.
+type Notify struct {
+	Channel, Prefix string
+}
+
+// PushNotify is Push with n sent in the push's transaction (the statement
+// itself: no extra round trip; the transaction has an id already).
+func PushNotify(ctx context.Context, q Querier, items []Item, n Notify) ([]PushResult, error) {
 	if len(items) == 0 {
 		return []PushResult{}, nil
 	}
@@ -67,11 +82,16 @@ func Push(ctx context.Context, q Querier, items []Item) ([]PushResult, error) {
 			txns[i] = &t
 		}
 	}
+	var channel *string
+	if n.Channel != "" {
+		channel = &n.Channel
+	}
 	rows, err := q.Query(ctx,
 		`SELECT idx, message_id::text, transaction_id, queue_name, status, partition_id,
-		        pg_current_xact_id()::text::bigint
+		        pg_current_xact_id()::text::bigint,
+		        CASE WHEN $5::text IS NOT NULL AND status = 'queued' THEN pg_notify($5, $6 || queue_name) END
 		   FROM pgque.push($1::text[], $2::text[], $3::jsonb[], $4::text[])`,
-		queues, parts, payloads, txns)
+		queues, parts, payloads, txns, channel, n.Prefix)
 	if err != nil {
 		return nil, wrap("push", err)
 	}
@@ -79,7 +99,7 @@ func Push(ctx context.Context, q Querier, items []Item) ([]PushResult, error) {
 	out := make([]PushResult, 0, len(items))
 	for rows.Next() {
 		var r PushResult
-		if err := rows.Scan(&r.Index, &r.MessageID, &r.TransactionID, &r.Queue, &r.Status, &r.PartitionID, &r.Txid); err != nil {
+		if err := rows.Scan(&r.Index, &r.MessageID, &r.TransactionID, &r.Queue, &r.Status, &r.PartitionID, &r.Txid, new(any)); err != nil {
 			return nil, wrap("push", err)
 		}
 		out = append(out, r)

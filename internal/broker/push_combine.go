@@ -41,6 +41,8 @@ type Combiner struct {
 	maxItems    int
 	timeout     time.Duration
 
+	notify Notify
+
 	mu      sync.Mutex
 	waiting []*pushCall
 	running int
@@ -78,6 +80,10 @@ func NewCombiner(db Querier, concurrency, maxItems int, timeout time.Duration) *
 	}
 	return &Combiner{db: db, concurrency: concurrency, maxItems: maxItems, timeout: timeout}
 }
+
+// SetNotify makes every call send n in its transaction (PushNotify). Call
+// it before the first Push.
+func (c *Combiner) SetNotify(n Notify) { c.notify = n }
 
 // Push stores items like Push (all or nothing for this push), possibly in
 // one call with other pushes.
@@ -200,7 +206,7 @@ func retryAlone(err error) bool {
 func (c *Combiner) call(items []Item) ([]PushResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	res, err := Push(ctx, c.db, items)
+	res, err := PushNotify(ctx, c.db, items, c.notify)
 	if err == nil && len(res) != len(items) {
 		return nil, fmt.Errorf("push: %d results for %d items (a bug: report it)", len(res), len(items))
 	}

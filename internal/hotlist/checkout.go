@@ -22,8 +22,8 @@ type checkout struct {
 	auto  bool
 	token uint32
 	items []outItem
-	// covered: the queue's covered time at the check-out: the pop reads a
-	// tick that shows every mark made before it.
+	// covered (0: none): with ClaimsSeeMarks, the last mark number at the
+	// check-out: the pop's claim sees every mark numbered up to it.
 	covered uint64
 
 	mu   sync.Mutex
@@ -46,7 +46,10 @@ func (h *HotList) Checkout(ctx context.Context, req Request) (Checkout, error) {
 			return nil, fmt.Errorf("hot-list: seeding %s group %q: %w", printableKey(req.Key), req.Group, err)
 		}
 	}
-	co := &checkout{h: h, q: q, r: r, auto: req.AutoAck, token: h.outSeq.Add(1), covered: q.covered.Load()}
+	co := &checkout{h: h, q: q, r: r, auto: req.AutoAck, token: h.outSeq.Add(1)}
+	if h.o.ClaimsSeeMarks {
+		co.covered = h.markSeq.Load()
+	}
 	k, early := h.o.width(req.Partitions)
 	batch := max(req.Batch, 1)
 	now := h.now()
@@ -197,8 +200,8 @@ func (h *HotList) checkIn(c *checkout, it outItem, v *Verdict, now int64, qo Que
 		return false // reclaimed by a reseed meanwhile
 	}
 	changed := sl.epoch != it.epoch
-	// seen: the pop read a tick that shows the slot's last mark, so its
-	// empty / drained verdict is final (no grace for a tick to come).
+	// seen: the pop's claim saw the slot's last mark, so its empty /
+	// drained verdict is final (no grace).
 	seen := c.covered != 0 && sl.markSeq <= c.covered && qo.Delay == 0 && qo.Window == 0
 	kind := "none"
 	if v != nil {

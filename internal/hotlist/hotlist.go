@@ -20,8 +20,8 @@ type HotList struct {
 
 	outSeq atomic.Uint32
 	// markSeq numbers the marks (not reseed rows): a slot keeps its last
-	// one (slot.markSeq), TickCovers compares them - a sequence, not the
-	// clock, which may step back.
+	// one (slot.markSeq), a check-out notes the latest (ClaimsSeeMarks) -
+	// a sequence, not the clock, which may step back.
 	markSeq atomic.Uint64
 	wake    wakeHub
 	hints   hintSet
@@ -48,10 +48,6 @@ type queue struct {
 
 	wheelHint  atomic.Int64 // earliest wheel time of any ring (unix ns, 0 = none; may be early)
 	wheelParks atomic.Uint64
-
-	// covered (0 = never): every mark numbered up to it (HotList.markSeq)
-	// is visible in the queue's latest tick (TickCovers).
-	covered atomic.Uint64
 }
 
 type partInfo struct {
@@ -257,11 +253,11 @@ func (h *HotList) markSlot(r *ring, idx uint32, now int64, qo QueueOptions, leas
 	reseed := leasedUntil != 0
 	if !reseed {
 		// New work restarts the empty-verdict backoff, whatever the state:
-		// a push marked while its entry is checked out or backing off is
-		// found empty until its tick, and must be revisited after
-		// RevisitMin. A reseed row is not such a mark: the scan saw the
-		// work at the latest tick, which pops see too, so an empty answer
-		// for it is final. Giving it the grace cost every stale-in-excess
+		// without ClaimsSeeMarks a push marked while its entry is checked
+		// out or backing off may be found empty until its tick, and must
+		// be revisited after RevisitMin. A reseed row is not such a mark:
+		// the scan saw the work, which later pops see too, so an empty
+		// answer for it is final. Giving it the grace cost every stale-in-excess
 		// reseed row about six more empty pop-list probes (50 ms … 1 s
 		// over 2 s), per reseed: a cost that grew with the partitions.
 		sl.empties = 0
@@ -361,35 +357,6 @@ func (h *HotList) Acked(key, group string, ref PartRef, out AckOutcome) {
 	}
 	if woke {
 		h.wake.now(key)
-	}
-}
-
-// TickCovers is called just before a tick of queue key is requested from
-// the database; the function it returns is called once that call made a
-// new tick (not on failure, and not when it only found an earlier tick
-// covering its pushes). A mark follows its transaction's commit, so every
-// mark made before the call is visible in that tick and in every later
-// one: a pop checked out after the call returned reads such a tick, and
-// its `empty` or drained `took` verdict for a partition whose last mark
-// came before the call is final - the entry is cleared at once instead of
-// being revisited for EmptyGrace (an ack of a drained claim re-listed its
-// partition and the revisits found it empty: ~2 empty pop-list verdicts
-// per message at 100 msg/s over 10 partitions). Ticks that another
-// session made (the scheduled ticker, a peer broker) do not count: this
-// broker does not know when they were taken.
-func (h *HotList) TickCovers(key string) func() {
-	at := h.markSeq.Load()
-	return func() {
-		q := h.lookup(key)
-		if q == nil {
-			return
-		}
-		for {
-			cur := q.covered.Load()
-			if cur >= at || q.covered.CompareAndSwap(cur, at) {
-				return
-			}
-		}
 	}
 }
 
@@ -633,47 +600,4 @@ func (h *HotList) Sweep() int {
 	}
 	h.st.swept.Add(uint64(n))
 	return n
-}
-
-// Ticked tells the hot-list that a tick of queue key committed: the events
-// pushed before it are visible to pops now. An entry backing off after its
-// first empty verdict since its last mark (the pop looked before the tick
-// that carries the push) is listed ready again at once instead of at
-// RevisitMin, so a pop that raced the tick does not add 50 ms to the
-// push→pop latency. Only that first empty is promoted (each mark re-arms
-// it): a tick costs at most one more probe per marked partition.
-func (h *HotList) Ticked(key string) {
-	q := h.lookup(key)
-	if q == nil {
-		return
-	}
-	n := 0
-	q.mu.RLock()
-	for _, r := range q.list {
-		for i := range r.subs {
-			s := &r.subs[i]
-			s.mu.Lock()
-			if s.nWheel > 0 {
-				for j, L := 0, len(s.wheel); j < L && j < len(s.wheel); j++ {
-					e := s.wheel[j]
-					if s.stale(e) {
-						continue
-					}
-					sl := &s.slots[e.pos]
-					if sl.park == parkRevisit && sl.empties == 1 {
-						s.setState(e.pos, sl, stReady)
-						n++
-					}
-				}
-			}
-			s.mu.Unlock()
-		}
-	}
-	q.mu.RUnlock()
-	if n > 0 {
-		if q.trace {
-			h.trace(key, "ticked", "promoted", n)
-		}
-		h.wake.now(key)
-	}
 }

@@ -723,24 +723,36 @@ func TestColdReseedCountsAsFirst(t *testing.T) {
 	}
 }
 
-// A pop that looked before the tick carrying a push found the partition
-// empty (revisit in 50 ms); the tick's Ticked lists it again at once. Only
-// the first empty since the mark is promoted: a partition that stays empty
-// costs one more probe per mark, not one per tick.
-func TestTickedPromotesFirstEmptyRevisit(t *testing.T) {
-	e := setup(t, Options{}) // EmptyGrace 2 s
+// With ClaimsSeeMarks (pop_list closes its range at its own snapshot) an
+// empty verdict for a partition marked before the check-out is final: the
+// entry is cleared at once, no grace. A mark made after the check-out
+// sends it back to ready (epoch), and without the option the grace keeps
+// it backing off (a mark may precede the tick that makes it visible).
+func TestClaimsSeeMarksClearsEmptyAtOnce(t *testing.T) {
+	e := setup(t, Options{ClaimsSeeMarks: true}) // EmptyGrace 2 s
 	e.listed(t, "g")
 	e.mark("a")
 	co, _ := e.out(t, "g")
-	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})}) // before the tick
-	eq(t, "backing off", e.listed(t, "g"), nil)
-	e.h.Ticked(e.key)
-	co, names := e.out(t, "g")
-	eq(t, "after the tick", names, []string{"a"})
-	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})}) // still empty (another group's push)
-	e.h.Ticked(e.key)
-	eq(t, "second empty: no promotion", e.listed(t, "g"), nil)
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})})
+	eq(t, "empty after a mark it saw", e.listed(t, "g"), nil)
 	e.clock.Advance(100 * time.Millisecond)
-	eq(t, "its backoff", e.listed(t, "g"), []string{"a"})
-	e.h.Ticked(Key("t", "other")) // another queue: nothing
+	eq(t, "no revisit", e.listed(t, "g"), nil)
+
+	e.mark("a")
+	co, _ = e.out(t, "g")
+	e.mark("a") // after the check-out: not seen by that pop
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})})
+	eq(t, "marked meanwhile", e.listed(t, "g"), []string{"a"})
+}
+
+// Without ClaimsSeeMarks the grace keeps such an entry backing off.
+func TestEmptyAfterMarkBacksOffWithoutClaimsSeeMarks(t *testing.T) {
+	g := setup(t, Options{}) // the grace
+	g.listed(t, "g")
+	g.mark("a")
+	co, _ := g.out(t, "g")
+	co.CheckIn([]Verdict{verdict("a", VerdictEmpty, false, time.Time{})})
+	eq(t, "without the option: backing off", g.listed(t, "g"), nil)
+	g.clock.Advance(100 * time.Millisecond)
+	eq(t, "without the option: revisited", g.listed(t, "g"), []string{"a"})
 }

@@ -119,12 +119,11 @@ func (s *sim) stepDepth(t testing.TB, rng *rand.Rand, held *[]heldLease, depth i
 		h.Acked(l.key, l.group, PartRef{ID: NoID, UUID: l.uuid}, out)
 		return fmt.Sprintf("ack %s[%s] id %d retry=%v -> %+v", l.key, l.group, l.id, retry, out)
 	case op < 80:
-		// A tick by this broker (TickCovers): the model's pushes are
-		// visible at once, so a tick taken now shows every mark so far,
-		// and empty / drained verdicts of pops checked out after it clear
-		// their entries without the grace.
-		h.TickCovers(key)()
-		return fmt.Sprintf("broker tick %s", key)
+		// A short pause (the model's pushes are visible at once, as a
+		// committed push is to pop_list: the ClaimsSeeMarks runs rely on
+		// that).
+		s.clock.Advance(time.Millisecond)
+		return "clock +1ms"
 	case op < 82:
 		d := time.Duration(rng.IntN(1500)) * time.Millisecond
 		s.clock.Advance(d)
@@ -223,6 +222,8 @@ var modelVariants = []struct {
 }{
 	{"narrow", Options{}},
 	{"wide", Options{Width: WidthWide}},
+	{"narrow-claims-see-marks", Options{ClaimsSeeMarks: true}},
+	{"wide-claims-see-marks-2shards", Options{Width: WidthWide, ClaimsSeeMarks: true, Shards: 2}},
 	{"narrow-nograce-2shards", Options{EmptyGrace: -1, Shards: 2}},
 	{"wide-nograce-1shard", Options{Width: WidthWide, EmptyGrace: -1, Shards: 1}},
 }

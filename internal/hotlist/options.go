@@ -47,6 +47,16 @@ type Options struct {
 	// marked before the tick that makes it visible to a pop. Deferral
 	// queues add their delay and window. Default 2 s; negative disables.
 	EmptyGrace time.Duration
+	// ClaimsSeeMarks says the source's claims read a snapshot taken after
+	// their check-out (pgque.pop_list closes a range at its own
+	// pg_current_snapshot()), and a mark follows its transaction's commit:
+	// so every mark made before a check-out is visible to that pop, and its
+	// `empty` (or drained `took`) verdict for a partition last marked
+	// before the check-out is final - cleared at once, no EmptyGrace
+	// (queues with delayedProcessing or windowBuffer keep it). Without it a
+	// mark may precede the tick that makes its message visible.
+	// internal/hotlistpg sets it.
+	ClaimsSeeMarks bool
 	// WindowMarks releases a windowBuffer hold early after this many marks.
 	// Default 100.
 	WindowMarks int

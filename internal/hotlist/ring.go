@@ -36,9 +36,9 @@ type slot struct {
 	state      uint8
 	park       uint8
 	drained    bool
-	// seen: the claim parked in the wheel (parkTook) was checked out
-	// after a tick that covers the slot's last mark (see TickCovers):
-	// its drained verdict is final, no grace.
+	// seen: the claim parked in the wheel (parkTook) saw the slot's last
+	// mark (Options.ClaimsSeeMarks): its drained verdict is final, no
+	// grace.
 	seen      bool
 	empties   uint8  // consecutive revisited empties (backoff exponent)
 	revisit   int64  // unix ns (WHEEL)

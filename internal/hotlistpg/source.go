@@ -44,8 +44,7 @@ type Source struct {
 	names Names
 	peers *Transport
 	// replayRepeat: a dead-letter replay whose partition is not named
-	// forgets the queue's rings again after this long (its event becomes
-	// visible at the tick that follows).
+	// forgets the queue's rings again after this long (a safety net).
 	replayRepeat time.Duration
 
 	// Queue options (delayedProcessing, windowBuffer) by key, read from
@@ -75,6 +74,7 @@ func New(cfg Config) *Source {
 		s.names.Stored = func(key string) string { _, q := hotlist.SplitKey(key); return q }
 	}
 	o := cfg.Options
+	o.ClaimsSeeMarks = true // pop_list: a range closes at the claim's own snapshot
 	if cfg.DB != nil {
 		o.Reseeder = reseeder{db: cfg.DB, names: s.names}
 	}
@@ -86,13 +86,6 @@ func New(cfg Config) *Source {
 		cfg.Peers.setReceiver(s.h.ReceiveHints)
 	}
 	return s
-}
-
-// TickCovers is hotlist.HotList.TickCovers for stored queue name stored:
-// call it right before this broker asks for a tick of the queue, and the
-// function it returns once that call made a new tick.
-func (s *Source) TickCovers(stored string) func() {
-	return s.h.TickCovers(s.names.Key(stored))
 }
 
 // Peers is the peer transport (nil without peers).
@@ -129,11 +122,6 @@ func (s *Source) Stop(ctx context.Context) error {
 	}
 	return s.h.Stop(ctx)
 }
-
-// Ticked tells the hot-list that stored queue's pushed events are visible
-// now (the broker's tick committed, here or on a peer): a partition a pop
-// found empty just before that tick is listed again at once.
-func (s *Source) Ticked(stored string) { s.h.Ticked(s.names.Key(stored)) }
 
 // Subscribe wakes a parked wildcard pop of stored queue when the hot-list
 // learns of work (a mark, a promoted ack, a due revisit, a reseed).
@@ -313,9 +301,10 @@ func (s *Source) Note(ev broker.Event) {
 			return
 		}
 		// The partition is not named: every group of the queue reseeds at
-		// its next pop. The replayed event becomes visible at the tick
-		// that follows; a reseed in between would miss it, so forget the
-		// rings once more a little later (the reseed floor bounds the rest).
+		// its next pop. The replayed event is claimable once the replay
+		// committed (before this note); the rings are forgotten once more a
+		// little later all the same, a safety net from when it became
+		// visible only at the next tick (the reseed floor bounds the rest).
 		h.Invalidate(key)
 		h.WakeNow(key)
 		time.AfterFunc(s.replayRepeat, func() { h.Invalidate(key); h.WakeNow(key) })

@@ -144,31 +144,38 @@ func TestPopQueryValidation(t *testing.T) {
 	}
 }
 
-// Without the broker's tick (and without pg_cron here) a push is not
-// poppable: the tick after the push is what makes it so.
-func TestBrokerDrivenTick(t *testing.T) {
+// A push is poppable as soon as the broker answered it, with no tick at
+// all (no pg_cron, no ticker daemon here; the broker makes none): a group
+// claim closes its range at its own snapshot. --no-auto-tick changes
+// nothing. Before, the broker ticked the queue after each push and only
+// then answered; without that tick a push was not poppable.
+func TestPushPoppableWithoutTick(t *testing.T) {
 	e := setup(t)
-	off := e.start(httpapi.Config{NoAutoTick: true})
-	off.push(item("q", "", 1, ""))
-	if p := off.pop("/api/v1/pop/queue/q"); p != nil {
-		t.Fatalf("poppable without any tick: %+v", p)
-	}
-	on := e.start(httpapi.Config{})
-	ticks := e.int(`SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = 'q'`)
-	on.push(item("q", "", 2, ""))
-	p := on.pop("/api/v1/pop/queue/q?batch=10")
-	if p == nil || len(p.Messages) != 2 {
-		t.Fatalf("pop after a push through the ticking broker: %+v", p)
-	}
-	if n := e.int(`SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = 'q'`); n != ticks+1 {
-		t.Fatalf("ticks: %d, want %d", n, ticks+1)
+	ticks := func() int64 { return e.int(`SELECT count(*) FROM pgque.tick`) }
+	for _, cfg := range []httpapi.Config{{}, {NoAutoTick: true}, {HotList: true}} {
+		b := e.start(cfg)
+		q := fmt.Sprintf("q%v%v", cfg.NoAutoTick, cfg.HotList)
+		b.push(item(q, "", map[string]int{"n": 1}, "")) // creates the queue (and its first tick)
+		before := ticks()
+		if p := b.pop("/api/v1/pop/queue/" + q + "?autoAck=true"); p == nil || len(p.Messages) != 1 {
+			t.Fatalf("%+v: pop of the first push: %+v", cfg, p)
+		}
+		for n := 2; n <= 4; n++ {
+			b.push(item(q, "", map[string]int{"n": n}, ""))
+			p := b.pop("/api/v1/pop/queue/" + q + "?autoAck=true&batch=10")
+			if p == nil || len(p.Messages) != 1 || payloadN(p.Messages[0]) != n {
+				t.Fatalf("%+v: pop right after push %d: %+v", cfg, n, p)
+			}
+		}
+		if n := ticks(); n != before {
+			t.Fatalf("%+v: ticks %d -> %d, want none made", cfg, before, n)
+		}
 	}
 }
 
-// Many pushes to one queue at once while ticks are coalesced (at most one
-// in flight per queue, one more for requests meanwhile): no push is left
-// invisible by the coalescing.
-func TestBrokerTicksCoalesce(t *testing.T) {
+// Many pushes to one queue at once (combined into fewer calls): every one
+// is poppable once answered, and no tick is made for them.
+func TestConcurrentPushesPoppableWithoutTicks(t *testing.T) {
 	e := setup(t)
 	b := e.start(httpapi.Config{})
 	b.push(item("q", "", 0, ""))
@@ -192,15 +199,16 @@ func TestBrokerTicksCoalesce(t *testing.T) {
 	if got != 21 {
 		t.Fatalf("popped %d, want 21", got)
 	}
-	if n := e.int(`SELECT count(*) FROM pgque.tick`) - before; n < 1 {
-		t.Fatalf("%d ticks for 20 pushes", n)
+	if n := e.int(`SELECT count(*) FROM pgque.tick`) - before; n != 0 {
+		t.Fatalf("%d ticks for 20 pushes, want none", n)
 	}
 }
 
-// A pop on the broker that took a push waits for that push's tick (read
-// your writes) even when the tick is slow: here the tick waits for a lock
-// on the queue row held by another transaction for 500 ms.
-func TestPopWaitsForItsPushTick(t *testing.T) {
+// A pop on the broker that took a push gets it (read your writes) while
+// another transaction holds the queue row (a ticker, a configure) for
+// 500 ms: a push waits for no tick (it used to: the tick waited for that
+// lock).
+func TestPopReadsItsPushWhileQueueRowLocked(t *testing.T) {
 	e := setup(t)
 	b := e.start(httpapi.Config{})
 	b.push(item("q", "", map[string]int{"n": 1}, ""))
@@ -224,6 +232,6 @@ func TestPopWaitsForItsPushTick(t *testing.T) {
 	p := b.pop("/api/v1/pop/queue/q?autoAck=true")
 	<-released
 	if p == nil || payloadN(p.Messages[0]) != 2 {
-		t.Fatalf("pop right after a push whose tick was slow: %+v", p)
+		t.Fatalf("pop right after a push, queue row locked: %+v", p)
 	}
 }

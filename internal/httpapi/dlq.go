@@ -70,9 +70,10 @@ func (s *Server) dlqReplay(w http.ResponseWriter, r *http.Request) error {
 	msg, queue := rp.MessageID, rp.Queue
 	if queue != "" {
 		s.cands.Note(broker.Event{Kind: broker.EventDLQReplayed, Queue: queue, Partitions: []int32{rp.PartitionID}})
-		// The replay's transaction id is not known here: tick regardless.
-		s.requestTick(queue, 0)
-		s.awaitTicks(r.Context(), []string{queue}) // answered once visible, as a push
+		// Claimable now (committed); wake the parked pops here and, before
+		// the answer, on the other brokers (as a push's NOTIFY would).
+		s.wakeLocal(queue)
+		s.notifyPeers(ctx, queue)
 		if s.hot != nil {
 			// The other brokers' warm rings learn of the partition before the
 			// answer: the coalesced hint would die with this broker.

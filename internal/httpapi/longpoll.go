@@ -49,10 +49,8 @@ func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery,
 		return err
 	}
 	deadline := time.Now().Add(q.timeout)
-	// No wait for the queue's ticks in flight: a push is answered only once
-	// its tick is done (awaitTicks), so a client that saw its push answered
-	// can already pop it. Waiting here for ticks requested by other pushes
-	// cost every pop of a busy queue up to two tick durations.
+	// A push is answered once committed, and a claim closes its range at
+	// its own snapshot: a client that saw its push answered can pop it.
 	delay, step := 100*time.Millisecond, 0
 	var hot <-chan struct{}
 	if sub != nil && q.wait {

@@ -115,7 +115,8 @@ func TestLongPollTimeout(t *testing.T) {
 }
 
 // A push through broker A wakes a pop parked on broker B (LISTEN/NOTIFY);
-// auto-tick is what makes it visible.
+// the push's own NOTIFY (sent in its transaction, delivered at commit)
+// is what wakes it, no tick involved.
 func TestLongPollWakeAcrossBrokers(t *testing.T) {
 	e := setup(t)
 	a := e.start(httpapi.Config{Peers: true})

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,15 +80,6 @@ func newMetrics(s *Server) *metrics {
 		Help: "Parked wildcard pops woken by the hot-list (a mark, a due revisit, a promoted ack, a reseed that found work)."})
 	if s.hot != nil {
 		f(m.hotWakes)
-	}
-	for _, o := range []struct {
-		result string
-		n      *atomic.Int64
-	}{{"ticked", &s.ticker.ticked}, {"covered", &s.ticker.covered}, {"coalesced", &s.ticker.coalesced}, {"failed", &s.ticker.failed}} {
-		n := o.n
-		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "pgque_broker_ticks_total",
-			Help:        "Broker-driven ticks after pushes by result: ticked (a tick made), covered (the queue's latest tick already saw the pushes: no tick), coalesced (the tick in flight saw them: no call), failed (no tick made; the scheduled ticker will).",
-			ConstLabels: prometheus.Labels{"result": o.result}}, func() float64 { return float64(n.Load()) }))
 	}
 	pool := s.pool
 	gauge := func(name, help string, v func() float64) {

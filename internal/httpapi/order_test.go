@@ -100,7 +100,10 @@ func TestOrderUnderConcurrentConsumers(t *testing.T) {
 }
 
 // One log, two readers: pushed through HTTP, read by a classic consumer
-// (receive / ack) and by a group pop; each sees every message once.
+// (receive / ack) and by a group pop; each sees every message once. The
+// group pops need no tick; the classic consumer reads between ticks of
+// the scheduled ticker (none runs here: one is made by hand, as pg_cron's
+// loop or the ticker daemon would).
 func TestOneLogTwoReadersHTTP(t *testing.T) {
 	e := setup(t)
 	b := e.start(httpapi.Config{})
@@ -109,6 +112,8 @@ func TestOneLogTwoReadersHTTP(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		b.push(item("q", fmt.Sprint("p", i%3), map[string]int{"n": i}, ""))
 	}
+	e.exec(`SELECT pgque.force_next_tick('q')`)
+	e.exec(`SELECT pgque.ticker('q')`)
 	classic := map[int]int{}
 	for {
 		rows, err := e.conn.Query(ctxT(t), `SELECT batch_id, (payload::jsonb->>'n')::int FROM pgque.receive('q', 'classic', 4)`)

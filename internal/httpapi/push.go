@@ -87,9 +87,8 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return maybeStored(err)
 	}
-	t1 := time.Now()
-	s.awaitTicks(r.Context(), s.afterPush(res, broker.EventPushed))
-	setServerTiming(w, timing{"db", t1.Sub(t0)}, timing{"tick", time.Since(t1)})
+	setServerTiming(w, timing{"db", time.Since(t0)})
+	s.afterPush(res, broker.EventPushed)
 	out := make([]pushResult, len(res))
 	for i, p := range res {
 		name, _ := clientName(r, p.Queue)
@@ -120,27 +119,51 @@ func maybeStored(err error) error {
 	return err
 }
 
-// afterPush runs once pushes committed: metrics, the candidate source
-// (kind: EventPushed for a push, EventCommitted for a transaction's), and
-// a broker-driven tick per queue (which then wakes parked pops, here and
-// on peer brokers). It returns the queues it asked to tick.
-func (s *Server) afterPush(res []broker.PushResult, kind string) []string {
+// afterPush runs once pushes committed (their messages are claimable
+// then: a group claim closes its range at its own snapshot, no tick is
+// needed): metrics, the candidate source (kind: EventPushed for a push,
+// EventCommitted for a transaction's) and the local gates of each queue.
+// The other brokers were told by the push's own NOTIFY (pushNotify),
+// delivered at its commit.
+func (s *Server) afterPush(res []broker.PushResult, kind string) {
 	byQueue := map[string][]int32{}
-	txid := map[string]int64{} // one transaction stored them all
 	for _, p := range res {
 		s.metrics.pushes.WithLabelValues(p.Status).Inc()
 		if p.Status == broker.StatusQueued {
 			byQueue[p.Queue] = append(byQueue[p.Queue], p.PartitionID)
-			txid[p.Queue] = p.Txid
 		}
 	}
-	queues := make([]string, 0, len(byQueue))
 	for q, parts := range byQueue {
 		s.cands.Note(broker.Event{Kind: kind, Queue: q, Partitions: parts})
-		s.requestTick(q, txid[q])
-		queues = append(queues, q)
+		s.wakeLocal(q)
 	}
-	return queues
+}
+
+// notifyChannel is the PostgreSQL NOTIFY channel brokers on one database
+// use to wake each other's parked pops (payload: the sender's id, 0x1e,
+// the stored queue name). The engine's own channels are pgque_<queue>; a
+// dot cannot appear after that prefix's underscore form, so no queue name
+// collides with it.
+const notifyChannel = "pgque.broker"
+
+// pushNotify is the NOTIFY a push sends in its own transaction: the other
+// brokers open the queue's gate when it commits, i.e. when its messages
+// are claimable (it costs no extra statement or transaction: a NOTIFY
+// after the commit, alone, would assign a transaction id and flush a
+// commit record of its own).
+func (s *Server) pushNotify() broker.Notify {
+	return broker.Notify{Channel: notifyChannel, Prefix: s.origin + "\x1e"}
+}
+
+// notifyPeers tells the other brokers that queue (its stored name) has new
+// claimable messages, for a write that could not send the NOTIFY in its
+// own transaction (a DLQ replay). The statement runs after the write
+// committed; an error is logged (the peers' parked pops re-check on their
+// own within a second).
+func (s *Server) notifyPeers(ctx context.Context, queue string) {
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, s.origin+"\x1e"+queue); err != nil {
+		s.log.Warn("telling the other brokers of new messages failed; their parked pops re-check within a second", "queue", queue, "err", err)
+	}
 }
 
 // timing is one entry of a Server-Timing response header.
@@ -151,7 +174,7 @@ type timing struct {
 
 // setServerTiming sets the Server-Timing header (milliseconds): where a
 // request's time went inside the broker - a push's database statement
-// ("db") and its wait for the queue's tick ("tick"), a pop's database
+// ("db", including the wait for a combined call slot), a pop's database
 // statements ("db") and its time parked ("park") - so a client or a
 // benchmark can split its latency without the broker's logs.
 func setServerTiming(w http.ResponseWriter, ts ...timing) {
@@ -165,45 +188,4 @@ func setServerTiming(w http.ResponseWriter, ts ...timing) {
 		b = strconv.AppendFloat(b, float64(t.dur.Microseconds())/1000, 'f', 3, 64)
 	}
 	w.Header().Set("Server-Timing", string(b))
-}
-
-// tickWait bounds how long a push's answer waits for its queues' ticks.
-const tickWait = 2 * time.Second
-
-// awaitTicks waits (at most tickWait) until the ticks requested for
-// queues are done, so that a push is answered only once its messages are
-// visible to pops on every broker: a broker killed right after answering
-// must not leave an acknowledged push waiting for a tick that nothing
-// else would make (no pg_cron, no daemon, no later push to the queue).
-// With --no-auto-tick there is nothing to wait for.
-func (s *Server) awaitTicks(ctx context.Context, queues []string) {
-	if len(queues) == 0 {
-		return
-	}
-	timer := time.NewTimer(tickWait)
-	defer timer.Stop()
-	for _, q := range queues {
-		b := s.ticker.Barrier(q)
-		if b == nil {
-			continue
-		}
-		select {
-		case <-b:
-		case <-timer.C:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// requestTick makes q's new events, stored by the committed transaction
-// txid (0: unknown), visible now (or, with auto-tick off, only wakes the
-// local waiters, which re-check).
-func (s *Server) requestTick(q string, txid int64) {
-	if s.cfg.NoAutoTick {
-		s.wakeLocal(q)
-		return
-	}
-	s.ticker.Request(q, txid)
 }

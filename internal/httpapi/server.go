@@ -86,7 +86,10 @@ type Config struct {
 	// dirty hints on their own NOTIFY channel.
 	HotList        bool
 	HotListOptions hotlist.Options
-	// NoAutoTick disables the tick after a local push.
+	// NoAutoTick is kept for compatibility and changes nothing: the broker
+	// no longer ticks after a push (a consumer group's claim closes its
+	// range at its own snapshot; classic consumers see a push at the
+	// scheduled ticker's next tick).
 	NoAutoTick bool
 	// PushConcurrency is how many pgque.push calls the broker runs at
 	// once; pushes arriving while they run are combined into the next
@@ -113,7 +116,6 @@ type Server struct {
 	gates   *wake.Gates
 	cands   broker.CandidateSource
 	hot     *hotlistpg.Source // nil: hot-list off
-	ticker  *queueTicker
 	pusher  *broker.Combiner
 	acker   *broker.AckCombiner
 	metrics *metrics
@@ -198,12 +200,9 @@ func New(cfg Config) (*Server, error) {
 	if s.cands == nil {
 		s.cands = broker.SQLScan{}
 	}
-	s.ticker = newQueueTicker(cfg.Pool, s.log, s.origin, s.wakeLocal)
-	if s.hot != nil {
-		s.ticker.covers = s.hot.TickCovers
-	}
 	s.pusher = broker.NewCombiner(cfg.Pool, cfg.PushConcurrency, 0, dbTimeout)
 	s.acker = broker.NewAckCombiner(cfg.Pool, cfg.AckConcurrency, 0, dbTimeout)
+	s.pusher.SetNotify(s.pushNotify())
 	s.metrics = newMetrics(s)
 	s.initMaintenance()
 	s.handler = s.routes()
@@ -214,12 +213,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // wakeLocal opens the gates of a queue (its stored name) and of the label
-// pops of its tenant after its events became visible.
+// pops of its tenant after its events became claimable (a commit).
 func (s *Server) wakeLocal(stored string) {
 	tenant, _ := splitStored(stored)
-	if s.hot != nil {
-		s.hot.Ticked(stored)
-	}
 	s.gates.Signal(gateKey(stored))
 	s.gates.Signal(wake.Key(tenant, ""))
 }
@@ -313,7 +309,7 @@ func (s *Server) Addr() string {
 
 // Stop drains: it stops accepting connections, ends parked pops (they
 // answer 204), lets requests in flight finish until ctx ends, then stops
-// the broker ticks and the peer listener. The pool stays open (the caller
+// the hot-list and the peer listener. The pool stays open (the caller
 // closes it).
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
@@ -331,9 +327,6 @@ func (s *Server) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("draining HTTP requests: %w", err))
 			_ = srv.Close()
 		}
-	}
-	if err := s.ticker.Stop(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("stopping broker ticks: %w", err))
 	}
 	if s.hot != nil {
 		if err := s.hot.Stop(ctx); err != nil {

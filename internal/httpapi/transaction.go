@@ -118,7 +118,7 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 		}
 		for i, op := range ops {
 			if op.Type == "push" {
-				res, err := broker.Push(ctx, tx, pushes[i])
+				res, err := broker.PushNotify(ctx, tx, pushes[i], s.pushNotify())
 				if err != nil {
 					return err
 				}
@@ -172,9 +172,8 @@ func (s *Server) transaction(w http.ResponseWriter, r *http.Request) error {
 			s.cands.Note(broker.Event{Kind: broker.EventCommitted, Queue: a.Queue})
 		}
 	}
-	ticking := s.afterPush(pushed, broker.EventCommitted)
+	s.afterPush(pushed, broker.EventCommitted)
 	s.afterAcks(acked, ackedItems, "")
-	s.awaitTicks(r.Context(), ticking)
 	if results == nil {
 		results = []txResult{}
 	}

@@ -2,8 +2,8 @@
 -- (the name interned in broker_group), subscribing the group to the queue on
 -- first contact; later calls change nothing (the first contact decides).
 -- Modes (Queen's): 'all' (the default: NULL or '') starts at the oldest
--- retained event; 'new' (or its alias 'new-only') at the queue's latest tick
--- (what is committed after it is delivered); i_from set: events created at
+-- retained event; 'new' (or its alias 'new-only') at the current snapshot
+-- (what commits after it is delivered; no tick involved); i_from set: events created at
 -- or after i_from. The queue-mode group __QUEUE_MODE__ is always 'all': it
 -- never skips the backlog.
 -- Group names: 1..255 bytes, no control characters; bad names or modes raise
@@ -42,7 +42,9 @@ BEGIN
         v_mode := 'from';
     END IF;
     IF v_mode = 'new' THEN
-        SELECT t.tick_snapshot INTO v_lo FROM pgque.tick t WHERE t.tick_queue = i_queue_id ORDER BY t.tick_id DESC LIMIT 1;
+        -- what is committed now is skipped; a transaction in flight is in
+        -- its xip, so its events are delivered
+        v_lo := pg_current_snapshot();
     END IF;
     INSERT INTO pgque.group_subscription (gs_queue, gs_group, gs_mode, gs_lo, gs_from)
     VALUES (i_queue_id, v_id, v_mode, coalesce(v_lo, '1:1:'::pg_snapshot), CASE WHEN v_mode = 'from' THEN i_from END)

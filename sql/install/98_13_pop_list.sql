@@ -7,8 +7,13 @@
 -- i_max_partitions partitions (in candidate order), lease them (or, with
 -- i_auto_ack, move the cursor past them) in one UPDATE.
 -- A cursor serves its open range (lo, hi] while it has events after its
--- position, else the next range (hi, latest tick]; events of a range in
--- (ev_txid, ev_id) order. At most i_batch + 1 events are read per range.
+-- position, else the next range (hi, S], S = pg_current_snapshot() taken
+-- here, before the claim statement takes its own (a range end may be any
+-- snapshot not later than the statement's: what S sees, the statement
+-- sees; a transaction in flight at S is in S's xip, so its events fall in
+-- the next range, never skipped). No tick is needed: a committed push is
+-- claimable at once. Events of a range in (ev_txid, ev_id) order. At most
+-- i_batch + 1 events are read per range.
 -- delayedProcessing D: only events created at least D ago are taken (a
 -- prefix: an unripe event stops the batch). windowBuffer W: a partition
 -- whose newest pending event is younger than W is not taken.
@@ -52,7 +57,6 @@ DECLARE
     v_queue  pgque.queue := pgque.find_queue(i_queue);
     v_opts   jsonb := pgque.broker_options(v_queue.queue_options);
     v_group  int;
-    v_tick   bigint;
     v_snap   pg_snapshot;
     v_lease  interval;
     v_window int := (v_opts ->> 'windowBuffer')::int;
@@ -69,8 +73,9 @@ BEGIN
     IF cardinality(i_partitions) = 0 THEN
         RETURN;
     END IF;
-    SELECT t.tick_id, t.tick_snapshot INTO v_tick, v_snap
-      FROM pgque.tick t WHERE t.tick_queue = v_queue.queue_id ORDER BY t.tick_id DESC LIMIT 1;
+    -- the next range's end: the current snapshot (a simple expression:
+    -- evaluated with a snapshot of its own, older than the claim's)
+    v_snap := pg_current_snapshot();
     v_lease := make_interval(secs => coalesce(i_lease_seconds, (v_opts ->> 'leaseTime')::int));
     -- The claim statement: pgque.pop_list_q<queue>_t<current table>, a
     -- generated function (group_plans) reading the current and the previous
@@ -80,7 +85,7 @@ BEGIN
                                 CASE WHEN v_window > 0 THEN 'pop_list_w_q' ELSE 'pop_list_q' END
                                 || v_queue.queue_id || '_t' || v_queue.queue_cur_table)
     USING v_queue.queue_id, v_group, i_partitions, i_batch, i_max_partitions, coalesce(i_auto_ack, false),
-          v_tick, v_snap, make_interval(secs => (v_opts ->> 'delayedProcessing')::int),
+          NULL::bigint, v_snap, make_interval(secs => (v_opts ->> 'delayedProcessing')::int),
           make_interval(secs => v_window), gen_random_uuid(), v_lease, now() - v_expiry;
 END;
 $$;

@@ -2,7 +2,8 @@
 -- i_include_leased): the partitions of a queue, by id after i_after (NULL:
 -- from the start), at most i_limit (NULL: all), that probably have work for
 -- the group: an event after the cursor's position (its open range, or the
--- range up to the latest tick); a partition the group has no cursor for is
+-- range up to the current snapshot, as a claim would take it: no tick is
+-- needed for a committed push to count); a partition the group has no cursor for is
 -- judged from the group's subscription (none yet: from the oldest event).
 -- Partitions under a live lease are left out unless i_include_leased.
 -- Candidates first (one ev_txid range scan of the live event tables from
@@ -15,14 +16,13 @@
 -- Returns: (partition_id, lease_until (live leases only), last_active).
 -- The probe runs in the queue's generated function
 -- pgque.group_pending_q<queue>_t<current table> (group_plans).
--- VOLATILE, as is the generated function: each statement (the latest tick,
--- the probe) takes its snapshot after locking the rotated tables it reads
--- (tick, group_cursor), so a rotation it waited behind committed before
+-- VOLATILE, as is the generated function: the probe takes its snapshot
+-- after locking the rotated table it reads (group_cursor), so a rotation it waited behind committed before
 -- that snapshot and its moved rows are seen. STABLE, both read with the
 -- caller's snapshot, taken before the wait: a cursor moved by the rotation
 -- was missed - its live lease left out, the partition judged from the
 -- subscription (docs/broker.md "Rotation").
--- Locks: ACCESS SHARE on the tick and group_cursor children.
+-- Locks: ACCESS SHARE on the group_cursor children.
 -- Called by: pop_any (wildcard pop), group_reseed.
 CREATE OR REPLACE FUNCTION pgque.group_pending(i_queue_id int, i_group_id int, i_after int, i_limit int,
                                                i_include_leased boolean)
@@ -38,7 +38,9 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    SELECT t.tick_snapshot INTO v_snap FROM pgque.tick t WHERE t.tick_queue = i_queue_id ORDER BY t.tick_id DESC LIMIT 1;
+    -- the next range's end, as pop_list takes it (older than the probe's
+    -- own snapshot: what it sees, the probe sees)
+    v_snap := pg_current_snapshot();
     -- generated: pgque.group_pending_q<queue>_t<current table> (group_plans)
     RETURN QUERY EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4, $5, $6)',
                                 'group_pending_q' || i_queue_id || '_t' || v_queue.queue_cur_table)

@@ -1,6 +1,6 @@
 -- pgque.group_seek(i_queue, i_group, i_to_end, i_timestamp): move a consumer
--- group on a queue: i_to_end -> every partition to the latest tick (what is
--- pending is skipped); else i_timestamp -> every partition back or forward
+-- group on a queue: i_to_end -> every partition to the current snapshot
+-- (what is committed is skipped); else i_timestamp -> every partition back or forward
 -- to the events created at or after i_timestamp (still retained). Live
 -- leases are dropped (their acks then fail). The group's subscription moves
 -- the same way, so partitions it reaches later follow. A group with no
@@ -17,7 +17,6 @@ AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(i_queue);
     v_group int;
-    v_tick  bigint;
     v_snap  pg_snapshot;
     v_n     int;
 BEGIN
@@ -26,15 +25,12 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     v_group := pgque.group_subscribe(v_queue.queue_id, i_group, 'new', NULL);
-    SELECT t.tick_id, t.tick_snapshot INTO v_tick, v_snap
-      FROM pgque.tick t WHERE t.tick_queue = v_queue.queue_id ORDER BY t.tick_id DESC LIMIT 1;
-    IF NOT i_to_end THEN
-        v_snap := '1:1:'::pg_snapshot;
-        v_tick := NULL;
-    END IF;
+    -- to the end: the current snapshot (what is committed now is skipped,
+    -- a transaction in flight is in its xip and still delivered)
+    v_snap := CASE WHEN i_to_end THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END;
     PERFORM 1 FROM pgque.group_cursor gc WHERE gc.gc_queue = v_queue.queue_id AND gc.gc_group = v_group FOR UPDATE;
     UPDATE pgque.group_cursor gc
-       SET gc_lo = v_snap, gc_hi = v_snap, gc_tick = v_tick, gc_pos_txid = NULL, gc_pos = NULL,
+       SET gc_lo = v_snap, gc_hi = v_snap, gc_tick = NULL, gc_pos_txid = NULL, gc_pos = NULL,
            gc_from = i_timestamp, gc_lease = NULL, gc_lease_until = NULL, gc_end_txid = NULL, gc_lease_end = NULL,
            gc_attempts = 0, gc_fail_ev = NULL, gc_fails = 0, gc_active = now()
      WHERE gc.gc_queue = v_queue.queue_id AND gc.gc_group = v_group;

@@ -1,8 +1,8 @@
 -- pgque.group_set_subscription(i_group, i_queue_prefix, i_mode, i_from):
 -- change where consumer group i_group's subscriptions start, on every queue
 -- it has subscribed to whose name starts with i_queue_prefix (NULL or '':
--- every queue): mode 'new' (alias 'new-only') -> at each queue's latest
--- tick, 'all' -> at the oldest retained event, i_from set (mode NULL or
+-- every queue): mode 'new' (alias 'new-only') -> at each queue's current
+-- snapshot, 'all' -> at the oldest retained event, i_from set (mode NULL or
 -- 'from') -> at the events created at or after i_from. It decides where the cursors of partitions
 -- the group reaches later start; cursors the group already has keep their
 -- position (group_seek moves those). __QUEUE_MODE__ stays 'all' (queue
@@ -40,10 +40,7 @@ BEGIN
     UPDATE pgque.group_subscription gs
        SET gs_mode = v_mode,
            gs_from = CASE WHEN v_mode = 'from' THEN i_from END,
-           gs_lo = CASE WHEN v_mode = 'new'
-                        THEN coalesce((SELECT t.tick_snapshot FROM pgque.tick t WHERE t.tick_queue = gs.gs_queue
-                                        ORDER BY t.tick_id DESC LIMIT 1), '1:1:'::pg_snapshot)
-                        ELSE '1:1:'::pg_snapshot END
+           gs_lo = CASE WHEN v_mode = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END
       FROM pgque.broker_group g, pgque.queue q
      WHERE g.grp_name = i_group AND gs.gs_group = g.grp_id AND q.queue_id = gs.gs_queue
        AND (coalesce(i_queue_prefix, '') = '' OR starts_with(q.queue_name, i_queue_prefix));

@@ -45,6 +45,10 @@ BEGIN
     -- event of each partition: a third range read). Apart, a pop of a
     -- queue without a window does not set up (ExecutorStart) the read it
     -- never runs: a third of the statement's scans.
+    -- $8: the next range's end, a snapshot not later than the claim
+    -- statement's own (pop_list passes pg_current_snapshot(), taken just
+    -- before: what it sees, the statement sees); $7 its tick, NULL then
+    -- (gc_tick is informational).
     -- $13: the expiry cutoff (pop_list: now() - queue_expiry; NULL when
     -- the queue has none): older events are not served, as if their
     -- gc_from were later. One NULL test per event read when off.
@@ -86,13 +90,23 @@ BEGIN
         ), l AS (
             -- the lock re-checks the lease on the newest row version: a claim
             -- committed since is seen; a row a concurrent claim holds is
-            -- skipped: 'leased' below, never 'empty'
+            -- skipped: 'leased' below, never 'empty'. And the range end: a
+            -- claim that committed after this statement's snapshot (the
+            -- newest version, locked here) may have closed its range at a
+            -- later snapshot; read with this one, an event of a transaction
+            -- that committed in between would be invisible here and passed
+            -- over for good. Such a row is skipped as well ('leased'): its
+            -- hi must be at or before this statement's snapshot - hi's xmax
+            -- not above it, and no transaction in flight here visible in hi.
             SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
               FROM cur cu CROSS JOIN LATERAL (
                    SELECT gc.gc_partition, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
                      FROM pgque.group_cursor gc
                     WHERE cu.work AND gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = cu.gc_partition
                       AND (gc.gc_lease IS NULL OR gc.gc_lease_until <= now())
+                      AND pg_snapshot_xmax(gc.gc_hi) <= pg_snapshot_xmax(pg_current_snapshot())
+                      AND NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()) x
+                                       WHERE pg_visible_in_snapshot(x, gc.gc_hi))
                       FOR UPDATE SKIP LOCKED) gc
         ), ev AS (
             SELECT l.gc_partition AS pid, true AS in_cur, a.* FROM l CROSS JOIN LATERAL (%1$s) a
@@ -534,7 +548,18 @@ BEGIN
         WITH idle AS (
             SELECT l.gc_group, l.gc_partition FROM pgque.group_cursor l
              WHERE l.gc_queue = $1 AND (l.gc_lease IS NULL OR l.gc_lease_until <= now())
-               AND l.gc_lo::text <> $2::text
+               -- only where the range start's xmin (the rotation pin)
+               -- would rise: $2 is a new snapshot on every call, and an
+               -- idle cursor rewritten on each blocked rotation attempt
+               -- would only make dead tuples
+               AND pg_snapshot_xmin(l.gc_lo) < pg_snapshot_xmin($2)
+               -- never back: hi at or before $2 (every transaction hi
+               -- sees, $2 sees: hi's xmax not above $2's, and no
+               -- transaction in flight at $2 visible in hi). Rechecked on
+               -- the newest row version by FOR UPDATE: a claim that
+               -- committed since closed its range at a later snapshot.
+               AND pg_snapshot_xmax(l.gc_hi) <= pg_snapshot_xmax($2)
+               AND NOT EXISTS (SELECT 1 FROM pg_snapshot_xip($2) x WHERE pg_visible_in_snapshot(x, l.gc_hi))
                AND NOT EXISTS (%s) AND NOT EXISTS (%s)
                FOR UPDATE SKIP LOCKED
         )
