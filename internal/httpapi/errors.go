@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/db"
@@ -101,36 +99,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
 
-// jsonBufs are writeJSON's encoding buffers (the answer is encoded into
-// one and written from it: no copy per response).
-var jsonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledJSON: larger buffers (a big pop or listing) are left to the
-// garbage collector rather than kept for every later response.
-const maxPooledJSON = 64 << 10
-
-// jsonContentType is the Content-Type header value of every JSON answer
-// (one shared slice: net/http only reads it).
-var jsonContentType = []string{"application/json"}
-
-// writeJSON answers v encoded as JSON (json.Marshal's bytes) with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := jsonBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= maxPooledJSON {
-			jsonBufs.Put(buf)
-		}
-	}()
-	var b []byte
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	b, err := json.Marshal(v)
+	if err != nil {
 		slog.Error("encoding a response", "err", err)
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":"internal error"}`)
-	} else {
-		b = bytes.TrimSuffix(buf.Bytes(), []byte("\n")) // Encode ends the value with a newline; Marshal does not
 	}
-	w.Header()["Content-Type"] = jsonContentType
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
