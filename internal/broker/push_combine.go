@@ -53,7 +53,10 @@ type pushCall struct {
 	items []Item
 	res   []PushResult
 	err   error
-	done  chan struct{}
+	// done is closed when the push's results are in, or when it is
+	// promoted to run the next call itself (lead, set under the mutex).
+	done chan struct{}
+	lead bool
 }
 
 // Combiner defaults.
@@ -87,36 +90,76 @@ func (c *Combiner) SetNotify(n Notify) { c.notify = n }
 
 // Push stores items like Push (all or nothing for this push), possibly in
 // one call with other pushes.
+//
+// The call runs on the goroutine of its first push (no hand-off to a
+// worker and back): a push that finds a call slot free runs at once, with
+// itself first and the pushes that wait behind it; one that waits is
+// either answered by the call that took it or promoted, when a call ends,
+// to run the next one. Once its call is done a push passes the slot to
+// the oldest waiting push, so calls keep the arrival order and each push
+// is woken at most once.
 func (c *Combiner) Push(ctx context.Context, items []Item) ([]PushResult, error) {
 	if len(items) == 0 {
 		return []PushResult{}, nil
 	}
-	pc := &pushCall{items: items, done: make(chan struct{})}
+	pc := &pushCall{items: items}
 	c.mu.Lock()
-	c.waiting = append(c.waiting, pc)
-	start := c.running < c.concurrency
-	if start {
+	lead := c.running < c.concurrency
+	if lead {
 		c.running++
+	} else {
+		pc.done = make(chan struct{})
+		c.waiting = append(c.waiting, pc)
 	}
 	c.mu.Unlock()
-	if start {
-		go c.loop()
+	if !lead {
+		select {
+		case <-pc.done:
+		case <-ctx.Done():
+			if err := c.withdraw(pc, ctx.Err()); err != nil {
+				return nil, err
+			}
+			// Taken or promoted meanwhile: its done is closed.
+		}
+		c.mu.Lock()
+		lead = pc.lead
+		c.mu.Unlock()
+		if !lead {
+			return pc.res, pc.err
+		}
+		pc.done = nil // closed by the promotion; the leader needs none
 	}
-	select {
-	case <-pc.done:
-		return pc.res, pc.err
-	case <-ctx.Done():
+	c.lead(pc)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("push: %w (the push may still be stored: push again with a transactionId to be safe)", err)
 	}
+	return pc.res, pc.err
+}
+
+// withdraw takes a push whose context ended (err) back: nothing stored
+// when it still waits, or when it was promoted and has not run (its slot
+// then goes to the next waiter). nil when its call took it: the results
+// are coming (its done is closed or will be).
+func (c *Combiner) withdraw(pc *pushCall, err error) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i, w := range c.waiting {
 		if w == pc { // not taken yet: withdrawn, nothing stored
 			c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
-			c.mu.Unlock()
-			return nil, fmt.Errorf("push: %w (nothing was stored)", ctx.Err())
+			return fmt.Errorf("push: %w (nothing was stored)", err)
 		}
 	}
-	c.mu.Unlock()
-	return nil, fmt.Errorf("push: %w (the push may still be stored: push again with a transactionId to be safe)", ctx.Err())
+	if pc.lead {
+		pc.lead = false
+		c.handOffLocked()
+		return fmt.Errorf("push: %w (nothing was stored)", err)
+	}
+	select {
+	case <-pc.done:
+		return nil
+	default:
+	}
+	return fmt.Errorf("push: %w (the push may still be stored: push again with a transactionId to be safe)", err)
 }
 
 // Waiting is the number of pushes waiting for a call slot right now.
@@ -126,28 +169,42 @@ func (c *Combiner) Waiting() int {
 	return len(c.waiting)
 }
 
-// loop runs combined calls while pushes wait, then gives its slot back.
-func (c *Combiner) loop() {
-	for {
-		c.mu.Lock()
-		if len(c.waiting) == 0 {
-			c.running--
-			c.mu.Unlock()
-			return
-		}
-		n, items := 0, 0
-		for n < len(c.waiting) && (n == 0 || items+len(c.waiting[n].items) <= c.maxItems) {
-			items += len(c.waiting[n].items)
-			n++
-		}
-		batch := make([]*pushCall, n)
-		copy(batch, c.waiting[:n])
-		rest := copy(c.waiting, c.waiting[n:])
-		clear(c.waiting[rest:])
-		c.waiting = c.waiting[:rest]
-		c.mu.Unlock()
-		c.run(batch, items)
+// lead runs one combined call holding a slot: pc first, then the pushes
+// waiting behind it (at most maxItems items, pc whole), and passes the
+// slot on.
+func (c *Combiner) lead(pc *pushCall) {
+	c.mu.Lock()
+	n, items := 0, len(pc.items)
+	for n < len(c.waiting) && items+len(c.waiting[n].items) <= c.maxItems {
+		items += len(c.waiting[n].items)
+		n++
 	}
+	batch := make([]*pushCall, 0, n+1)
+	batch = append(batch, pc)
+	batch = append(batch, c.waiting[:n]...)
+	rest := copy(c.waiting, c.waiting[n:])
+	clear(c.waiting[rest:])
+	c.waiting = c.waiting[:rest]
+	c.mu.Unlock()
+	c.run(batch, items)
+	c.mu.Lock()
+	c.handOffLocked()
+	c.mu.Unlock()
+}
+
+// handOffLocked passes a finished call's slot to the oldest waiting push
+// (which then runs the next call), or frees it. c.mu is held.
+func (c *Combiner) handOffLocked() {
+	if len(c.waiting) == 0 {
+		c.running--
+		return
+	}
+	next := c.waiting[0]
+	rest := copy(c.waiting, c.waiting[1:])
+	c.waiting[rest] = nil
+	c.waiting = c.waiting[:rest]
+	next.lead = true
+	close(next.done)
 }
 
 // run makes one call for batch (items in all) and hands every push its
@@ -164,7 +221,7 @@ func (c *Combiner) run(batch []*pushCall, items int) {
 	if err != nil && len(batch) > 1 && retryAlone(err) {
 		for _, pc := range batch {
 			pc.res, pc.err = c.call(pc.items)
-			close(pc.done)
+			pc.finish()
 		}
 		return
 	}
@@ -179,6 +236,14 @@ func (c *Combiner) run(batch []*pushCall, items int) {
 			}
 		}
 		off += len(pc.items)
+		pc.finish()
+	}
+}
+
+// finish wakes a push that waits for its results (the leader, which runs
+// the call, waits on nothing).
+func (pc *pushCall) finish() {
+	if pc.done != nil {
 		close(pc.done)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -274,5 +275,31 @@ func TestCombinerTimeoutFailsAllAtOnce(t *testing.T) {
 	}
 	if n := e.db.Int(`SELECT count(*) FROM pgque.event_1_0`); n != 1 {
 		t.Errorf("%d events stored, want 1 (the seed)", n)
+	}
+}
+
+// A push promoted to run the next call whose context ends before it runs
+// stores nothing and passes the slot to the next waiting push (else the
+// slot would be lost and the waiting pushes would wait for ever).
+func TestCombinerPromotedPushWithdrawnPassesTheSlotOn(t *testing.T) {
+	c := NewCombiner(nil, 1, 0, time.Second)
+	promoted := &pushCall{items: []Item{{Queue: "a"}}, lead: true}
+	next := &pushCall{items: []Item{{Queue: "b"}}, done: make(chan struct{})}
+	c.running, c.waiting = 1, []*pushCall{next}
+	err := c.withdraw(promoted, context.Canceled)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing was stored") {
+		t.Fatalf("withdraw: %v", err)
+	}
+	select {
+	case <-next.done:
+	default:
+		t.Fatal("the next waiting push was not promoted")
+	}
+	if !next.lead || c.running != 1 || len(c.waiting) != 0 {
+		t.Errorf("after the withdrawal: next.lead %v, running %d, waiting %d; want true, 1, 0", next.lead, c.running, len(c.waiting))
+	}
+	// Nothing waits: the slot is freed.
+	if err := c.withdraw(&pushCall{lead: true}, context.Canceled); err == nil || c.running != 0 {
+		t.Errorf("withdraw with no waiter: %v, running %d, want an error and 0", err, c.running)
 	}
 }

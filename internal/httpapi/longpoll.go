@@ -23,9 +23,8 @@ const missingRecheck = 5 * time.Second
 // share keys share their re-checks (wake.Ticket.Check). Batch size,
 // partitions, lease and autoAck change what a pop takes, not whether
 // there is anything to take.
-func shareKey(r *http.Request, q popQuery, kind string, parts ...string) string {
-	qs := r.URL.Query()
-	return strings.Join(append([]string{kind, q.pop.Group, q.pop.SubscriptionMode, qs.Get("subscriptionFrom")}, parts...), "\x00")
+func shareKey(q popQuery, kind string, parts ...string) string {
+	return strings.Join(append([]string{kind, q.pop.Group, q.pop.SubscriptionMode, q.qs.Get("subscriptionFrom")}, parts...), "\x00")
 }
 
 // serveResult runs pop attempts until one yields messages, the request

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -18,10 +19,15 @@ type popQuery struct {
 	pop     broker.Pop
 	wait    bool
 	timeout time.Duration
+	qs      url.Values // the query string, parsed once
 }
 
 func intParam(r *http.Request, name string, def, minimum int) (int, error) {
-	v := r.URL.Query().Get(name)
+	return intValue(r.URL.Query(), name, def, minimum)
+}
+
+func intValue(qs url.Values, name string, def, minimum int) (int, error) {
+	v := qs.Get(name)
 	if v == "" {
 		return def, nil
 	}
@@ -32,8 +38,8 @@ func intParam(r *http.Request, name string, def, minimum int) (int, error) {
 	return n, nil
 }
 
-func boolParam(r *http.Request, name string) (bool, error) {
-	v := r.URL.Query().Get(name)
+func boolValue(qs url.Values, name string) (bool, error) {
+	v := qs.Get(name)
 	if v == "" {
 		return false, nil
 	}
@@ -45,29 +51,29 @@ func boolParam(r *http.Request, name string) (bool, error) {
 }
 
 func (s *Server) parsePop(r *http.Request) (popQuery, error) {
-	var q popQuery
+	qs := r.URL.Query()
+	q := popQuery{qs: qs}
 	var err error
-	if q.pop.Batch, err = intParam(r, "batch", 200, 1); err != nil {
+	if q.pop.Batch, err = intValue(qs, "batch", 200, 1); err != nil {
 		return q, err
 	}
-	if q.pop.MaxPartitions, err = intParam(r, "partitions", 1, 1); err != nil {
+	if q.pop.MaxPartitions, err = intValue(qs, "partitions", 1, 1); err != nil {
 		return q, err
 	}
-	if q.pop.LeaseSeconds, err = intParam(r, "leaseSeconds", 0, 0); err != nil {
+	if q.pop.LeaseSeconds, err = intValue(qs, "leaseSeconds", 0, 0); err != nil {
 		return q, err
 	}
-	if q.pop.AutoAck, err = boolParam(r, "autoAck"); err != nil {
+	if q.pop.AutoAck, err = boolValue(qs, "autoAck"); err != nil {
 		return q, err
 	}
-	if q.wait, err = boolParam(r, "wait"); err != nil {
+	if q.wait, err = boolValue(qs, "wait"); err != nil {
 		return q, err
 	}
-	ms, err := intParam(r, "timeout", 30000, 0)
+	ms, err := intValue(qs, "timeout", 30000, 0)
 	if err != nil {
 		return q, err
 	}
 	q.timeout = min(time.Duration(ms)*time.Millisecond, s.cfg.LongPollMax)
-	qs := r.URL.Query()
 	q.pop.Group = qs.Get("consumerGroup")
 	q.pop.SubscriptionMode = s.requestMode(qs.Get("subscriptionMode"))
 	switch from := qs.Get("subscriptionFrom"); from {
@@ -103,7 +109,7 @@ func (s *Server) popQueue(w http.ResponseWriter, r *http.Request) error {
 		// acks, reseeds that found work, peer hints.
 		sub = func() (<-chan struct{}, func()) { return s.hot.Subscribe(q.pop.Queue) }
 	}
-	return s.serveResult(w, r, q, gateKey(q.pop.Queue), shareKey(r, q, "queue"), sub, func(ctx context.Context) (string, broker.PopResult, error) {
+	return s.serveResult(w, r, q, gateKey(q.pop.Queue), shareKey(q, "queue"), sub, func(ctx context.Context) (string, broker.PopResult, error) {
 		res, err := s.cands.Pop(ctx, s.pool, q.pop)
 		return q.pop.Queue, res, err
 	})
@@ -121,7 +127,7 @@ func (s *Server) popPartition(w http.ResponseWriter, r *http.Request) error {
 	if err := checkName("partition", part); err != nil {
 		return err
 	}
-	return s.serveResult(w, r, q, gateKey(q.pop.Queue), shareKey(r, q, "partition", part), nil, func(ctx context.Context) (string, broker.PopResult, error) {
+	return s.serveResult(w, r, q, gateKey(q.pop.Queue), shareKey(q, "partition", part), nil, func(ctx context.Context) (string, broker.PopResult, error) {
 		res, err := broker.PopPartition(ctx, s.pool, q.pop, part)
 		return q.pop.Queue, res, err
 	})
@@ -132,7 +138,7 @@ func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ns, task := r.URL.Query().Get("namespace"), r.URL.Query().Get("task")
+	ns, task := q.qs.Get("namespace"), q.qs.Get("task")
 	if ns == "" && task == "" {
 		return badRequest("namespace or task is required")
 	}
@@ -140,7 +146,7 @@ func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tenant := tenantOf(r)
-	return s.serveResult(w, r, q, wake.Key(tenant, ""), shareKey(r, q, "label", ns, task), nil, func(ctx context.Context) (string, broker.PopResult, error) {
+	return s.serveResult(w, r, q, wake.Key(tenant, ""), shareKey(q, "label", ns, task), nil, func(ctx context.Context) (string, broker.PopResult, error) {
 		// Labels are stored tenant-scoped (configure), so a tenant's
 		// label pop only finds that tenant's queues; the SQL pops only the
 		// caller's tenant's queues besides.
