@@ -655,8 +655,8 @@ func (d *Daemon) exec(ctx context.Context, conn *pgx.Conn, q string) error {
 
 // maybeStats logs the stats line when StatsEvery has passed: role, ticks
 // and rounds per second over the window, the latest round start past its
-// boundary, and (with a connection) the tick lag: the largest age of the
-// last tick among queues with events not yet ticked.
+// boundary, and (with a connection, while it ticks) the tick lag: the
+// largest age of the last tick among queues with events not yet ticked.
 func (d *Daemon) maybeStats(ctx context.Context, conn *pgx.Conn) {
 	now := time.Now()
 	el := now.Sub(d.win.at)
@@ -670,7 +670,10 @@ func (d *Daemon) maybeStats(ctx context.Context, conn *pgx.Conn) {
 		"rounds_per_sec", round1(float64(rounds-d.win.rounds) / secs),
 		"max_round_late", d.win.maxLate.Round(time.Millisecond),
 		"reconnects", d.reconnects.Load(), "takeovers", d.takeovers.Load(), "deferrals", d.deferrals.Load()}
-	if conn != nil {
+	// The lag only while this daemon ticks: get_queue_info() reads every
+	// queue's unticked events (tens of ms), and while the pg_cron loop or
+	// another daemon ticks, the lag is theirs to report.
+	if conn != nil && d.role.Load().(Role) == RoleLeader {
 		qctx, cancel := d.stmtCtx(ctx)
 		var lagMs int64
 		if err := conn.QueryRow(qctx, qLag).Scan(&lagMs); err == nil {

@@ -14,19 +14,22 @@
 -- ids and has not committed is ticked at its commit instead of at the next
 -- period slot (due_queues would tick and wait for it).
 -- Cost: no table read, no lock; one snapshot and a string comparison.
+-- An SQL function without SET, every name schema-qualified: the planner
+-- inlines it into its caller's expression (a PL/pgSQL call with SET costs
+-- more than the rest of an idle round). Never NULL.
 -- Locks: none. Writes: nothing. Called by: ticker(), ticker_loop().
 CREATE OR REPLACE FUNCTION pgque.ticker_idle()
 RETURNS boolean
-LANGUAGE plpgsql STABLE
-SET search_path = pg_catalog, pgque, pg_temp
+LANGUAGE sql VOLATILE
 AS $$
-DECLARE
-    v_idle  text := current_setting('pgque.ticker_idle', true);
-    v_until text := split_part(v_idle, '|', 1);
-BEGIN
-    IF v_until IN ('', 'seen') OR split_part(v_idle, '|', 2) <> pg_current_snapshot()::text THEN
-        RETURN false;
-    END IF;
-    RETURN extract(epoch FROM now()) < v_until::float8 AND pg_current_xact_id_if_assigned() IS NULL;
-END;
+    SELECT CASE
+             WHEN pg_catalog.split_part(coalesce(pg_catalog.current_setting('pgque.ticker_idle', true), ''), '|', 2)
+                  OPERATOR(pg_catalog.<>) pg_catalog.pg_current_snapshot()::pg_catalog.text
+               OR pg_catalog.split_part(coalesce(pg_catalog.current_setting('pgque.ticker_idle', true), ''), '|', 1)
+                  OPERATOR(pg_catalog.=) ANY (ARRAY['', 'seen'])
+               OR pg_catalog.pg_current_xact_id_if_assigned() IS NOT NULL
+             THEN false
+             ELSE pg_catalog.now() OPERATOR(pg_catalog.<) pg_catalog.to_timestamp(
+                      pg_catalog.split_part(pg_catalog.current_setting('pgque.ticker_idle', true), '|', 1)::pg_catalog.float8)
+           END
 $$;
