@@ -23,6 +23,10 @@
 -- the slowest queue's tick_prepare) and, per skipped queue, why: who holds
 -- its tick lock (pid, application, state, query), or that a newer tick
 -- appeared meanwhile.
+-- Idle state: records in the session setting pgque.ticker_idle the
+-- snapshot it read before its check and, when it found nothing due with
+-- the same snapshot as the previous call, until when nothing falls due by
+-- time (ticker_idle_until); ticker_idle() reads it.
 -- Called by: ticker(), ticker_loop().
 CREATE OR REPLACE FUNCTION pgque.ticker_plan()
 RETURNS pgque.tick[]

@@ -33,6 +33,9 @@
 -- Then the broker's tables: group_rotate() (the group cursors through the
 -- same rotate_family, and dedup), under the same wait; its misses count
 -- for the back-off (not called on a backed-off call).
+-- Idle calls: a call that would find what the previous one of the session
+-- found (nothing committed anywhere, no time slot turned, nothing waiting
+-- for time) returns 0 at once (session setting pgque.rotation_idle).
 -- Called by: ticker_loop() (every 100 ms), cron, the ticker daemon.
 CREATE OR REPLACE FUNCTION pgque.rotate_metadata()
 RETURNS int

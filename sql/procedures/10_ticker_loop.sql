@@ -36,8 +36,13 @@
 -- the run that handed over lingers 2 s (holding nothing) before it returns,
 -- so that pg_cron's next start of its job - a new backend - does not compete
 -- with the new holder's first rounds.
--- Stop: each round reads ticker_loop_enabled; 'false' (pgque.stop(),
--- pgquectl tick --off) ends the run - and any run waiting on the lock -
+-- Idle rounds: a round that ticker_idle() calls idle (nothing committed
+-- anywhere since a due check that found nothing, nothing due by time yet)
+-- skips ticker_plan(), the retry check and the ticker_loop_enabled read:
+-- it costs a snapshot comparison and its two COMMITs.
+-- Stop: each round that is not idle reads ticker_loop_enabled; 'false'
+-- (pgque.stop(), pgquectl tick --off; setting it commits, so the next
+-- round is not idle) ends the run - and any run waiting on the lock -
 -- within one round.
 -- Diagnostics: ticker_debug_round_ms > 0 RAISEs LOG for every round slower
 -- than that (from its planned start to the end of its work) with the sleep
