@@ -3,6 +3,8 @@ package sql_test
 import (
 	"testing"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
 // idleRound is one ticker() call in its own transaction, and what it did:
@@ -136,6 +138,29 @@ func TestTickerIdleUntil(t *testing.T) {
 	}
 	e.exec(`SELECT pgque.send('q', 'x'::text)`)
 	check("an event not ticked", `NULL`)
+
+	// A tick that waited for a producer in flight: quiet until the
+	// producer commits (its commit ends ticker_idle's idle state too).
+	e.exec(`SELECT pgque.set_tick_period_ms(10)`)
+	e.tick("q")
+	producer := pgtest.Conn(t, e.dsn)
+	tx, err := producer.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctxT(t)) }()
+	if _, err := tx.Exec(ctxT(t), `SELECT pgque.send('q', 'y'::text)`); err != nil {
+		t.Fatal(err)
+	}
+	e.tick("q")
+	if n := e.int64(`SELECT count(*) FROM pgque.tick WHERE tick_id = (SELECT max(tick_id) FROM pgque.tick) AND tick_wait IS NOT NULL`); n != 1 {
+		t.Fatal("the tick did not record the producer in flight: the test's premise is wrong")
+	}
+	check("a tick waiting for a producer in flight", last+` + interval '10 minutes'`)
+	if err := tx.Commit(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	check("the waited-for producer committed", `NULL`)
 }
 
 // TestRotateMetadataIdleCallSkips: a rotate_metadata() call that finds
