@@ -1147,6 +1147,11 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	// is here, so the planted look-alikes get their chance.
 	suc := notices.conn(t, dsn, "")
 	call(t, suc, `SELECT pgque.has_events_since(q.queue_id, pg_catalog.pg_current_snapshot()) FROM pgque.queue q`)
+	// Reached by ticker() when two due checks in a row find nothing, and by
+	// rotate_metadata() when a rotation waits for time alone: called
+	// directly too.
+	call(t, suc, `SELECT pgque.ticker_idle_until()`)
+	call(t, suc, `SELECT pgque.rotation_due_at(pg_catalog.now())`)
 
 	// Teardown of consumers and queues.
 	call(t, rd, `SELECT pgque.unsubscribe('q', 'c1')`)
@@ -1180,7 +1185,7 @@ SELECT p.oid::regprocedure::text
    AND p.proname !~ '_q[0-9]+_t[0-9]+$'
    -- inlinable helpers (see the search_path check): the entry points' plans
    -- inline them (parsed under their pinned path), so they are never called
-   AND p.oid::regprocedure::text <> 'pgque.message_uuid(integer,bigint,timestamp with time zone)'
+   AND p.oid::regprocedure::text NOT IN ('pgque.message_uuid(integer,bigint,timestamp with time zone)', 'pgque.ticker_idle()')
  ORDER BY 1`)
 		if err != nil {
 			t.Fatal(err)
@@ -1416,11 +1421,13 @@ func TestSecurityCatalog(t *testing.T) {
 	                 -- their plan cache mode; they are no SECURITY DEFINER.
 	                 AND NOT (p.proname ~ '_q[0-9]+_t[0-9]+$' AND NOT p.prosecdef
 	                          AND p.proconfig = ARRAY['jit=off', 'enable_bitmapscan=off', 'enable_seqscan=off', 'enable_sort=off', 'enable_incremental_sort=off', 'plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp'])
-	                 -- Inlinable helpers: SECURITY INVOKER, IMMUTABLE plain SQL, so
-	                 -- they run with the caller's rights, and inside our SECURITY
-	                 -- DEFINER functions they are parsed under the pinned path.
-	                 AND NOT (p.oid::regprocedure::text = ANY ('{"pgque.message_uuid(integer,bigint,timestamp with time zone)"}')
-	                          AND NOT p.prosecdef AND p.provolatile = 'i'
+	                 -- Inlinable helpers: SECURITY INVOKER plain SQL (IMMUTABLE, or
+	                 -- ticker_idle, which reads only the session and the snapshot),
+	                 -- so they run with the caller's rights, and inside our
+	                 -- SECURITY DEFINER functions they are parsed under the pinned
+	                 -- path (every name in them is schema-qualified besides).
+	                 AND NOT (p.oid::regprocedure::text = ANY ('{"pgque.message_uuid(integer,bigint,timestamp with time zone)","pgque.ticker_idle()"}')
+	                          AND NOT p.prosecdef AND p.provolatile IN ('i', 'v')
 	                          AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
 	               ORDER BY 1`); len(l) != 0 {
 		t.Errorf("functions without SET search_path = pg_catalog, pgque, pg_temp: %v", l)

@@ -10,8 +10,8 @@
 // is alive") the leader only watches that lock; when the lock has been free
 // for a short confirmation window (LoopConfirm checks LoopPoll apart — pg_cron
 // hands over between runs within milliseconds, so a free lock seen once is
-// not yet a dead loop) it ticks, and it stops at the first round that finds
-// the lock held again. So a daemon next to pg_cron is a fast-takeover
+// not yet a dead loop) it ticks, looking at the lock every LoopPoll, and it
+// stops at the first look that finds the lock held again. So a daemon next to pg_cron is a fast-takeover
 // standby: ticking resumes within about half a second of the loop's backend
 // dying, instead of at pg_cron's next slot.
 //
@@ -62,6 +62,10 @@ const (
 	// trip per round. Returns (loop alive, ticks made or NULL).
 	qTickUnlessLoop = `SELECT l.held, CASE WHEN l.held THEN NULL ELSE pgque.ticker() END
 	  FROM (` + qLoopHeld + `) AS l(held)`
+	// qTick ticks without looking at the loop's lock (the rounds between
+	// two looks, LoopPoll apart: reading pg_locks every 10 ms round cost
+	// more than an idle ticker()).
+	qTick = `SELECT false, pgque.ticker()`
 	// qRetry moves due retry events back; called until it returns 0.
 	qRetry = `SELECT pgque.maint_retry_events()`
 	// qMaint runs the engine's periodic maintenance (event-table rotation
@@ -502,7 +506,7 @@ func (d *Daemon) lead(ctx context.Context, conn *pgx.Conn) error {
 	period := d.cfg.Period
 	deferring, free, announced := true, 0, false
 	d.setRole(RoleDeferring)
-	var start, next, nextMaint, nextMeta time.Time
+	var start, next, nextMaint, nextMeta, nextLook time.Time
 	var sqlErrs int
 	for {
 		d.maybeStats(ctx, conn)
@@ -543,7 +547,14 @@ func (d *Daemon) lead(ctx context.Context, conn *pgx.Conn) error {
 		if late := time.Since(next); late > d.win.maxLate {
 			d.win.maxLate = late
 		}
-		held, err := d.tick(ctx, conn)
+		// The loop's lock: looked at every LoopPoll while ticking (a loop
+		// that came back ticks beside this daemon until then; the due rules
+		// and the tick locks keep that from ticking a queue twice).
+		look := !time.Now().Before(nextLook)
+		if look {
+			nextLook = time.Now().Add(d.cfg.LoopPoll)
+		}
+		held, err := d.tick(ctx, conn, look)
 		switch {
 		case err != nil:
 			if fatal(ctx, conn, err) {
@@ -605,13 +616,19 @@ func (d *Daemon) loopHeld(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	return held, nil
 }
 
-// tick runs one round unless the pg_cron loop is alive (held = true: no
-// round was run).
-func (d *Daemon) tick(ctx context.Context, conn *pgx.Conn) (held bool, err error) {
+// tick runs one round unless (look) the pg_cron loop is alive (held =
+// true: no round was run); without look it runs the round.
+func (d *Daemon) tick(ctx context.Context, conn *pgx.Conn, look bool) (held bool, err error) {
 	qctx, cancel := d.stmtCtx(ctx)
 	defer cancel()
 	var n *int64
-	if err := conn.QueryRow(qctx, qTickUnlessLoop, locks.ClassID, locks.TickerLoop).Scan(&held, &n); err != nil {
+	var row pgx.Row
+	if look {
+		row = conn.QueryRow(qctx, qTickUnlessLoop, locks.ClassID, locks.TickerLoop)
+	} else {
+		row = conn.QueryRow(qctx, qTick)
+	}
+	if err := row.Scan(&held, &n); err != nil {
 		return false, fmt.Errorf("pgque.ticker(): %w", err)
 	}
 	if held {
@@ -655,8 +672,8 @@ func (d *Daemon) exec(ctx context.Context, conn *pgx.Conn, q string) error {
 
 // maybeStats logs the stats line when StatsEvery has passed: role, ticks
 // and rounds per second over the window, the latest round start past its
-// boundary, and (with a connection) the tick lag: the largest age of the
-// last tick among queues with events not yet ticked.
+// boundary, and (with a connection, while it ticks) the tick lag: the
+// largest age of the last tick among queues with events not yet ticked.
 func (d *Daemon) maybeStats(ctx context.Context, conn *pgx.Conn) {
 	now := time.Now()
 	el := now.Sub(d.win.at)
@@ -670,7 +687,10 @@ func (d *Daemon) maybeStats(ctx context.Context, conn *pgx.Conn) {
 		"rounds_per_sec", round1(float64(rounds-d.win.rounds) / secs),
 		"max_round_late", d.win.maxLate.Round(time.Millisecond),
 		"reconnects", d.reconnects.Load(), "takeovers", d.takeovers.Load(), "deferrals", d.deferrals.Load()}
-	if conn != nil {
+	// The lag only while this daemon ticks: get_queue_info() reads every
+	// queue's unticked events (tens of ms), and while the pg_cron loop or
+	// another daemon ticks, the lag is theirs to report.
+	if conn != nil && d.role.Load().(Role) == RoleLeader {
 		qctx, cancel := d.stmtCtx(ctx)
 		var lagMs int64
 		if err := conn.QueryRow(qctx, qLag).Scan(&lagMs); err == nil {

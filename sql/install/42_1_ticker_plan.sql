@@ -23,6 +23,10 @@
 -- the slowest queue's tick_prepare) and, per skipped queue, why: who holds
 -- its tick lock (pid, application, state, query), or that a newer tick
 -- appeared meanwhile.
+-- Idle state: records in the session setting pgque.ticker_idle the
+-- snapshot it read before its check and, when it found nothing due with
+-- the same snapshot as the previous call, until when nothing falls due by
+-- time (ticker_idle_until); ticker_idle() reads it.
 -- Called by: ticker(), ticker_loop().
 CREATE OR REPLACE FUNCTION pgque.ticker_plan()
 RETURNS pgque.tick[]
@@ -50,6 +54,9 @@ DECLARE
     v_slow_ms float8 := 0;
     v_slow_q  text;
     v_skips   text;
+    v_fp      text;
+    v_idle    text;
+    v_until   timestamptz;
 BEGIN
     IF v_debug > 0 THEN
         v_t0 := clock_timestamp();
@@ -59,6 +66,9 @@ BEGIN
             USING ERRCODE = 'invalid_transaction_state',
                   HINT = 'A tick records the current snapshot; in REPEATABLE READ or SERIALIZABLE it could be older than the previous tick. Call the ticker in its own READ COMMITTED transaction.';
     END IF;
+    -- What ticker_idle() compares: the snapshot before the due check.
+    v_fp := pg_current_snapshot()::text;
+    v_idle := current_setting('pgque.ticker_idle', true);
     PERFORM pg_advisory_xact_lock_shared(1885827445, 6);
     PERFORM set_config('lock_timeout', coalesce(pgque.get_setting('ticker_lock_timeout_ms'), '20') || 'ms', true);
     BEGIN
@@ -155,6 +165,20 @@ BEGIN
             END;
         END LOOP;
     END;
+    -- For ticker_idle(): the snapshot read before the check (anything
+    -- committed since makes the next call check in full). Nothing due and
+    -- the same snapshot as the previous call's: the installation has gone
+    -- quiet; record until when (ticker_idle_until; its reads are later than
+    -- the snapshot, so what it may have seen on top is in the next one).
+    -- Otherwise only the snapshot ('seen'), so that a busy installation
+    -- pays no ticker_idle_until; so too in a transaction that wrote (its
+    -- own writes are not in the snapshot).
+    IF cardinality(v_plan) = 0 AND split_part(v_idle, '|', 2) = v_fp
+       AND pg_current_xact_id_if_assigned() IS NULL THEN
+        v_until := pgque.ticker_idle_until();
+    END IF;
+    PERFORM set_config('pgque.ticker_idle',
+                       coalesce(extract(epoch FROM v_until)::float8::text, 'seen') || '|' || v_fp, false);
     PERFORM set_config('lock_timeout', v_timeout, true);
     IF v_debug > 0 AND (v_skips IS NOT NULL
                         OR extract(epoch FROM clock_timestamp() - v_t0) * 1000 > v_debug) THEN

@@ -10,6 +10,9 @@
 -- Must run in READ COMMITTED (raises otherwise): a tick records the current
 -- snapshot, and ticks must only move forward.
 -- Reads pg_locks once per call when some queue is due (tick_in_flight).
+-- A call that finds the installation idle (ticker_idle: nothing committed
+-- anywhere since this session's last due check found nothing due, and no
+-- tick or retry due by time yet) returns 0 without a due check.
 -- The work is ticker_plan (everything but the writes) and one INSERT of its
 -- rows; ticker_loop calls the two itself, the plan in an exception block
 -- and the INSERT outside it (no subtransaction xid in a tick's commit).
@@ -34,6 +37,11 @@ DECLARE
     v_plan    pgque.tick[];
     v_timeout text;
 BEGIN
+    -- Nothing committed since a check that found nothing due, and nothing
+    -- due by time yet: no tick, no retry (ticker_idle).
+    IF pgque.ticker_idle() THEN
+        RETURN 0;
+    END IF;
     v_plan := pgque.ticker_plan();
     IF cardinality(v_plan) > 0 THEN
         INSERT INTO pgque.tick SELECT * FROM unnest(v_plan);

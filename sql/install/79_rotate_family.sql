@@ -82,6 +82,12 @@ BEGIN
         AND (v_oldest <= now() - make_interval(secs => pgque.meta_rotation_ms() / 1000.0)
              OR v_pages >= coalesce(pgque.get_setting('meta_rotation_max_pages')::int, 4) + v_live_pages
              OR v_xmax - v_mark[2]::bigint >= i_xid_budget);
+    -- Only time holds the rotation back: tell rotate_metadata's idle path
+    -- when it falls due (pgque.rotation_until, epoch seconds, the earliest
+    -- of the transaction's).
+    IF v_dirty AND v_pages > v_live_pages + 1 AND NOT v_rotate THEN
+        PERFORM pgque.rotation_due_at(v_oldest + make_interval(secs => pgque.meta_rotation_ms() / 1000.0));
+    END IF;
     SELECT coalesce(array_agg(g ORDER BY g), '{}')
       INTO v_gens
       FROM generate_series(0, 2) g

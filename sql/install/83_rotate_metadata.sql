@@ -33,6 +33,9 @@
 -- Then the broker's tables: group_rotate() (the group cursors through the
 -- same rotate_family, and dedup), under the same wait; its misses count
 -- for the back-off (not called on a backed-off call).
+-- Idle calls: a call that would find what the previous one of the session
+-- found (nothing committed anywhere, no time slot turned, nothing waiting
+-- for time) returns 0 at once (session setting pgque.rotation_idle).
 -- Called by: ticker_loop() (every 100 ms), cron, the ticker daemon.
 CREATE OR REPLACE FUNCTION pgque.rotate_metadata()
 RETURNS int
@@ -53,6 +56,8 @@ DECLARE
     v_misses    int;
     v_wait_ms   int;
     v_missed    boolean := false;
+    v_key       text;
+    v_idle      text;
 BEGIN
     -- One rotation at a time (ticker_loop, cron and the daemon may all call
     -- it): a second caller returns at once instead of racing for the locks.
@@ -65,6 +70,23 @@ BEGIN
     -- times as long as the last one did, so consumers spend at most ~1/4 of
     -- their time queued behind a rotation that cannot get its lock (a
     -- transaction holding the table for long).
+    -- The idle path: a call that found nothing to do records the cluster's
+    -- snapshot (which transactions had committed), the tick and dedup
+    -- tables' time slots, and the earliest time at which something it
+    -- looked at falls due by time alone (pgque.rotation_until: a dirty
+    -- child reaching its rotation period, a dedup child leaving the
+    -- window). While the snapshot and the slots are the same - nothing was
+    -- written anywhere, no slot turned - and that time has not come, this
+    -- call would find the same: it returns 0 at once. Not recorded after a
+    -- call that acted or missed a lock. Session setting
+    -- pgque.rotation_idle: '<key>|<until, epoch seconds>'.
+    v_key := pg_current_snapshot()::text || '@' || pgque.tick_gen(now()) || '@' || pgque.dedup_gen(now());
+    v_idle := current_setting('pgque.rotation_idle', true);
+    IF split_part(v_idle, '|', 1) = v_key
+       AND extract(epoch FROM clock_timestamp()) < split_part(v_idle, '|', 2)::float8 THEN
+        RETURN 0;
+    END IF;
+    PERFORM set_config('pgque.rotation_until', 'Infinity', true);
     v_misses := coalesce(nullif(current_setting('pgque.rotation_misses', true), '')::int, 0);
     IF v_misses > 0 AND extract(epoch FROM clock_timestamp()) * 1000
          < coalesce(nullif(current_setting('pgque.rotation_retry_at', true), '')::float8, 0) THEN
@@ -120,6 +142,9 @@ BEGIN
     v_done := v_done + pgque.group_rotate();
     v_missed := v_missed OR current_setting('pgque.rotation_missed', true) = 'true';
 
+    PERFORM set_config('pgque.rotation_idle',
+                       CASE WHEN v_done = 0 AND NOT v_missed
+                            THEN v_key || '|' || current_setting('pgque.rotation_until') ELSE '' END, false);
     PERFORM set_config('pgque.rotation_misses', CASE WHEN v_missed THEN least(v_misses + 1, 3) ELSE 0 END::text, false);
     IF v_missed AND v_misses > 0 THEN
         PERFORM set_config('pgque.rotation_retry_at', (extract(epoch FROM clock_timestamp()) * 1000 + 3 * v_wait_ms)::text, false);

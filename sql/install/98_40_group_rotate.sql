@@ -65,7 +65,11 @@ BEGIN
         BEGIN
             CONTINUE WHEN pg_relation_size(v_tbl::regclass) = 0;
             EXECUTE format('SELECT max(dd_time) FROM %s', v_tbl) INTO v_newest;
-            CONTINUE WHEN v_newest IS NOT NULL AND v_newest > now() - make_interval(secs => coalesce(v_window, 3600));
+            IF v_newest IS NOT NULL AND v_newest > now() - make_interval(secs => coalesce(v_window, 3600)) THEN
+                -- Out of window then (rotate_metadata's idle path).
+                PERFORM pgque.rotation_due_at(v_newest + make_interval(secs => coalesce(v_window, 3600)));
+                CONTINUE;
+            END IF;
             EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', v_tbl);
             EXECUTE format('SELECT max(dd_time) FROM %s', v_tbl) INTO v_newest;
             CONTINUE WHEN v_newest IS NOT NULL AND v_newest > now() - make_interval(secs => coalesce(v_window, 3600));

@@ -36,8 +36,13 @@
 -- the run that handed over lingers 2 s (holding nothing) before it returns,
 -- so that pg_cron's next start of its job - a new backend - does not compete
 -- with the new holder's first rounds.
--- Stop: each round reads ticker_loop_enabled; 'false' (pgque.stop(),
--- pgquectl tick --off) ends the run - and any run waiting on the lock -
+-- Idle rounds: a round that ticker_idle() calls idle (nothing committed
+-- anywhere since a due check that found nothing, nothing due by time yet)
+-- skips ticker_plan(), the retry check and the ticker_loop_enabled read:
+-- it costs a snapshot comparison and its two COMMITs.
+-- Stop: each round that is not idle reads ticker_loop_enabled; 'false'
+-- (pgque.stop(), pgquectl tick --off; setting it commits, so the next
+-- round is not idle) ends the run - and any run waiting on the lock -
 -- within one round.
 -- Diagnostics: ticker_debug_round_ms > 0 RAISEs LOG for every round slower
 -- than that (from its planned start to the end of its work) with the sleep
@@ -110,6 +115,7 @@ DECLARE
     v_next_sum  pg_catalog.timestamptz;
     v_plan      pgque.tick[];
     v_timeout   pg_catalog.text;
+    v_idle      pg_catalog.bool;
 BEGIN
     -- First of all: no name below may resolve through a schema the caller
     -- (or a database default) put on the path.
@@ -256,44 +262,60 @@ BEGIN
             v_maint_ms := coalesce(pgque.get_setting('ticker_maint_ms')::pg_catalog.int4, 0);
             v_next_cfg := v_t_round OPERATOR(pg_catalog.+) interval '1 second';
         END IF;
-        -- Stopped (pgque.stop(), pgquectl tick --off): end now.
-        EXIT WHEN pgque.get_setting('ticker_loop_enabled') OPERATOR(pg_catalog.=) 'false';
-
-        -- A failing round is logged and retried next round; the loop goes on.
-        -- ticker() in two halves: the plan (every read, lock and check that
-        -- can fail) in a block, the INSERT of its rows outside it - a write
-        -- inside a block gives the subtransaction an xid that the round's
-        -- commit record lists (~20 bytes a tick at 100 Hz). The INSERT does
-        -- not wait: the plan holds its locks (tick_prepare).
+        -- Idle (ticker_idle: nothing committed anywhere since a round that
+        -- found nothing due, and nothing due by time yet): nothing to tick,
+        -- no retry to move, and ticker_loop_enabled unchanged (pgque.stop()
+        -- commits a write). The round costs that check.
+        v_idle := pgque.ticker_idle();
         v_plan := NULL;
-        IF v_debug OPERATOR(pg_catalog.>) 0 THEN
-            v_t_cfg := pg_catalog.clock_timestamp();
-        END IF;
-        BEGIN
-            v_plan := pgque.ticker_plan();
-        EXCEPTION WHEN OTHERS THEN
-            RAISE WARNING 'pgque: ticker() failed this round: % (%)', SQLERRM, SQLSTATE;
-        END;
-        IF v_debug OPERATOR(pg_catalog.>) 0 THEN
-            v_t_plan := pg_catalog.clock_timestamp();
-        END IF;
-        IF pg_catalog.cardinality(v_plan) OPERATOR(pg_catalog.>) 0 THEN
-            INSERT INTO pgque.tick SELECT * FROM pg_catalog.unnest(v_plan);
+        IF NOT v_idle THEN
+            -- Stopped (pgque.stop(), pgquectl tick --off): end now. (Read
+            -- inline: get_setting would cost more than an idle round.)
+            EXIT WHEN EXISTS (SELECT FROM pgque.settings s
+                               WHERE s.name OPERATOR(pg_catalog.=) 'ticker_loop_enabled'
+                                 AND s.value OPERATOR(pg_catalog.=) 'false');
+
+            -- A failing round is logged and retried next round; the loop goes on.
+            -- ticker() in two halves: the plan (every read, lock and check that
+            -- can fail) in a block, the INSERT of its rows outside it - a write
+            -- inside a block gives the subtransaction an xid that the round's
+            -- commit record lists (~20 bytes a tick at 100 Hz). The INSERT does
+            -- not wait: the plan holds its locks (tick_prepare).
+            IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+                v_t_cfg := pg_catalog.clock_timestamp();
+            END IF;
+            BEGIN
+                v_plan := pgque.ticker_plan();
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'pgque: ticker() failed this round: % (%)', SQLERRM, SQLSTATE;
+            END;
+            IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+                v_t_plan := pg_catalog.clock_timestamp();
+            END IF;
+            IF pg_catalog.cardinality(v_plan) OPERATOR(pg_catalog.>) 0 THEN
+                INSERT INTO pgque.tick SELECT * FROM pg_catalog.unnest(v_plan);
+            END IF;
+            -- Retries whose time has come (ticker()'s second half); rare, so
+            -- here a block's subtransaction xid costs nothing that matters.
+            IF EXISTS (SELECT FROM pgque.retry_queue r
+                        WHERE r.ev_retry_after OPERATOR(pg_catalog.<=) pg_catalog.now()) THEN
+                BEGIN
+                    PERFORM pg_catalog.set_config('lock_timeout',
+                        coalesce(pgque.get_setting('ticker_lock_timeout_ms'), '20') OPERATOR(pg_catalog.||) 'ms', true);
+                    PERFORM pgque.maint_retry_events();
+                EXCEPTION WHEN OTHERS THEN
+                    RAISE LOG 'pgque: ticker did not move retries this round: % (%)', SQLERRM, SQLSTATE;
+                END;
+                PERFORM pg_catalog.set_config('lock_timeout', v_timeout, true);
+            END IF;
+        ELSE
+            v_plan := '{}';
+            IF v_debug OPERATOR(pg_catalog.>) 0 THEN
+                v_t_cfg := pg_catalog.clock_timestamp();
+                v_t_plan := v_t_cfg;
+            END IF;
         END IF;
         v_ticks := pg_catalog.cardinality(v_plan);
-        -- Retries whose time has come (ticker()'s second half); rare, so
-        -- here a block's subtransaction xid costs nothing that matters.
-        IF EXISTS (SELECT FROM pgque.retry_queue r
-                    WHERE r.ev_retry_after OPERATOR(pg_catalog.<=) pg_catalog.now()) THEN
-            BEGIN
-                PERFORM pg_catalog.set_config('lock_timeout',
-                    coalesce(pgque.get_setting('ticker_lock_timeout_ms'), '20') OPERATOR(pg_catalog.||) 'ms', true);
-                PERFORM pgque.maint_retry_events();
-            EXCEPTION WHEN OTHERS THEN
-                RAISE LOG 'pgque: ticker did not move retries this round: % (%)', SQLERRM, SQLSTATE;
-            END;
-            PERFORM pg_catalog.set_config('lock_timeout', v_timeout, true);
-        END IF;
         IF v_debug OPERATOR(pg_catalog.>) 0 THEN
             v_t_ticker := pg_catalog.clock_timestamp();
         END IF;

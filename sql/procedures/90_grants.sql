@@ -96,4 +96,7 @@ GRANT EXECUTE ON FUNCTION
     pgque.message_delete(text, uuid, text), pgque.set_broker_maintenance(text, boolean)
 TO pgque_admin;
 -- rotate_family is called only inside rotate_metadata and group_rotate
--- (SECURITY DEFINER): granted to nobody.
+-- (SECURITY DEFINER): granted to nobody. So are rotation_due_at (inside
+-- rotate_family and group_rotate), ticker_idle_until (inside ticker_plan)
+-- and ticker_idle (inside ticker(), and ticker_loop(), which runs as the
+-- pg_cron job's owner, a superuser, as it calls ticker_plan).
