@@ -1,0 +1,112 @@
+package sql_test
+
+import (
+	"testing"
+)
+
+// TestGroupAckRepeatAfterRangeMoved: an ack repeated after the next pop
+// moved the cursor to a new range is a noop success (docs/broker.md "The
+// cursor model", Ack: "the same ack twice is a noop the second time"),
+// whether the item is named by its message id or by a custom
+// transactionId, and whatever lease id it carries; an ack of an event
+// after the position under a wrong lease is still refused. ackFastSetup
+// pops 3 messages (the second with transactionId tx-b) as one batch; they
+// are acked, 2 more are pushed and popped (a new range, a new lease),
+// then the first ack is repeated as it was (its old lease id), item by
+// item and as one call.
+func TestGroupAckRepeatAfterRangeMoved(t *testing.T) {
+	e := setup(t)
+	txns, part, lease := ackFastSetup(e)
+	type row struct {
+		success, noop bool
+		err           *string
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return *p
+	}
+	ack := func(items []string, lease string) []row {
+		t.Helper()
+		rows, err := e.conn.Query(ctxT(t), `SELECT success, noop, error FROM pgque.group_ack('g', $1::text[],
+		    array_fill($2::uuid, ARRAY[cardinality($1::text[])]), NULL,
+		    array_fill($3::uuid, ARRAY[cardinality($1::text[])]), NULL) ORDER BY idx`, items, part, lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.success, &r.noop, &r.err); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		if rows.Err() != nil {
+			t.Fatal(rows.Err())
+		}
+		return out
+	}
+	first := txns[:]
+	for i, r := range ack(first, lease) {
+		if !r.success || r.noop {
+			t.Fatalf("first ack, item %d: success %v noop %v error %s; want applied", i, r.success, r.noop, str(r.err))
+		}
+	}
+	// The next claim opens the range after the acked one (a new lease).
+	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['af','af'], ARRAY['p','p'], ARRAY['{"n":4}','{"n":5}']::jsonb[], ARRAY[NULL,'tx-e'])`)
+	e.exec(`SELECT pgque.broker_tick('af')`)
+	var lease2, pending, pendingTxn string
+	if err := e.conn.QueryRow(ctxT(t), `SELECT lease_id::text, min(transaction_id) FILTER (WHERE payload::jsonb->>'n' = '4'),
+	        min(transaction_id) FILTER (WHERE payload::jsonb->>'n' = '5')
+	    FROM pgque.pop_list('af', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p'), 10, 1)
+	   WHERE message_id IS NOT NULL GROUP BY lease_id`).Scan(&lease2, &pending, &pendingTxn); err != nil {
+		t.Fatalf("second pop: %v", err)
+	}
+	if lease2 == lease {
+		t.Fatal("the second pop kept the first lease")
+	}
+	moved := e.int64(`SELECT count(*) FROM pgque.group_cursor WHERE pg_visible_in_snapshot(
+	    (SELECT ev_txid FROM pgque.event_1_0 WHERE ev_data = '{"n": 1}'), gc_lo)`)
+	if moved != 1 {
+		t.Fatal("the second pop did not move the range past the first batch")
+	}
+	for _, c := range []struct {
+		name  string
+		items []string
+		lease string
+	}{
+		{"message id, old lease", []string{txns[0]}, lease},
+		{"transactionId, old lease", []string{txns[1]}, lease},
+		{"message id, current lease", []string{txns[2]}, lease2},
+		{"transactionId, no such lease", []string{txns[1]}, "00000000-0000-0000-0000-0000000000aa"},
+		{"the whole first ack again", first, lease},
+	} {
+		for i, r := range ack(c.items, c.lease) {
+			if !r.success || !r.noop {
+				t.Errorf("%s, item %d (%s): success %v noop %v error %s; want a noop success",
+					c.name, i, c.items[i], r.success, r.noop, str(r.err))
+			}
+		}
+	}
+	// After the position, under a wrong (the old) lease: refused, by
+	// message id and by transactionId; and nothing moved.
+	for _, item := range []string{pending, pendingTxn} {
+		r := ack([]string{item}, lease)
+		if len(r) != 1 || r[0].success || r[0].err == nil || *r[0].err != "invalid or expired lease" {
+			t.Errorf("ack of %s after the position under the old lease: %+v; want invalid or expired lease", item, r)
+		}
+	}
+	// Unknown message ids and transactionIds stay refused under a wrong lease.
+	for _, item := range []string{"nope", "00000000-0000-7000-8000-000000000001"} {
+		r := ack([]string{item}, lease)
+		if len(r) != 1 || r[0].success {
+			t.Errorf("ack of unknown %s under the old lease: %+v; want refused", item, r)
+		}
+	}
+	if n := e.int64(`SELECT count(*) FROM pgque.group_cursor WHERE gc_lease = $1::uuid AND gc_pos IS NULL`, lease2); n != 1 {
+		t.Errorf("the refused and repeated acks moved the cursor (%d rows with the second lease and no position)", n)
+	}
+}
