@@ -55,7 +55,15 @@ func TestGroupAckRepeatAfterRangeMoved(t *testing.T) {
 			t.Fatalf("first ack, item %d: success %v noop %v error %s; want applied", i, r.success, r.noop, str(r.err))
 		}
 	}
-	// The next claim opens the range after the acked one (a new lease).
+	// History after it: 300 events consumed (auto-ack) in a range of their
+	// own; then the next claim opens the range after that (a new lease).
+	e.exec(`SELECT count(*) FROM pgque.push(array_fill('af'::text, ARRAY[300]), array_fill('p'::text, ARRAY[300]),
+	          array_fill('{"n":0}'::jsonb, ARRAY[300]), NULL)`)
+	e.exec(`SELECT pgque.broker_tick('af')`)
+	if n := e.int64(`SELECT count(*) FROM pgque.pop_list('af', 'g', ARRAY(SELECT part_id FROM pgque.partition WHERE part_name = 'p'),
+	        1000, 1, NULL, true) WHERE message_id IS NOT NULL`); n != 300 {
+		t.Fatalf("auto-ack pop of the history: %d messages, want 300", n)
+	}
 	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['af','af'], ARRAY['p','p'], ARRAY['{"n":4}','{"n":5}']::jsonb[], ARRAY[NULL,'tx-e'])`)
 	e.exec(`SELECT pgque.broker_tick('af')`)
 	var lease2, pending, pendingTxn string
@@ -84,6 +92,34 @@ func TestGroupAckRepeatAfterRangeMoved(t *testing.T) {
 		{"transactionId, no such lease", []string{txns[1]}, "00000000-0000-0000-0000-0000000000aa"},
 		{"the whole first ack again", first, lease},
 	} {
+		// O(items): index probes, no read of the 300 events since (the
+		// event rows fetched through indexes, in this transaction's stats;
+		// a delta: they hold what is not yet flushed from before it too).
+		tx, err := e.conn.Begin(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats := func() (seq, tup int64) {
+			t.Helper()
+			if err := tx.QueryRow(ctxT(t), `SELECT coalesce(sum(seq_scan), 0), coalesce(sum(idx_tup_fetch), 0)
+			    FROM pg_stat_xact_user_tables WHERE schemaname = 'pgque' AND relname ~ '^event_[0-9]+_[0-9]+$'`).Scan(&seq, &tup); err != nil {
+				t.Fatal(err)
+			}
+			return seq, tup
+		}
+		seq0, tup0 := stats()
+		if _, err := tx.Exec(ctxT(t), `SELECT count(*) FROM pgque.group_ack('g', $1::text[],
+		    array_fill($2::uuid, ARRAY[cardinality($1::text[])]), NULL,
+		    array_fill($3::uuid, ARRAY[cardinality($1::text[])]), NULL)`, c.items, part, c.lease); err != nil {
+			t.Fatal(err)
+		}
+		seq, tup := stats()
+		seq, tup = seq-seq0, tup-tup0
+		_ = tx.Rollback(ctxT(t))
+		if seq != 0 || tup > int64(2*len(c.items)+8) {
+			t.Errorf("%s: the ack read the event tables with %d sequential scans and %d rows fetched by index; want 0 and O(items)",
+				c.name, seq, tup)
+		}
 		for i, r := range ack(c.items, c.lease) {
 			if !r.success || !r.noop {
 				t.Errorf("%s, item %d (%s): success %v noop %v error %s; want a noop success",
