@@ -260,6 +260,9 @@ BEGIN
     -- its slot is kept). Each event id is one (ev_id) index probe per
     -- event table, the event taken only when its key (transactionId, else
     -- message id) is the item's, on its partition, and the group's to read.
+    -- Those tests stay outside the probe (OFFSET 0): pushed into it, the
+    -- partition's equality made the (ev_partition, ev_txid, ev_id) index
+    -- look as good, and it read the partition's every retained entry.
     fn_kind := 'group_ack_below';
     fn_args := 'text[], uuid[], int, int, bigint[]';
     fn_result := 'TABLE (i int)';
@@ -287,16 +290,16 @@ BEGIN
         SELECT DISTINCT id.i
           FROM id
           JOIN l ON l.gc_partition = id.part_id
-         CROSS JOIN LATERAL (%s) x
-         WHERE pg_visible_in_snapshot(x.ev_txid, l.gc_lo) OR coalesce(x.ev_time < l.gc_from, false)
-            OR (l.gc_pos_txid IS NOT NULL AND pg_visible_in_snapshot(x.ev_txid, l.gc_hi)
-                AND (x.ev_txid, x.ev_id) <= (l.gc_pos_txid, l.gc_pos))
+         CROSS JOIN LATERAL (SELECT * FROM (%s) y OFFSET 0) x
+         WHERE x.ev_partition = id.part_id AND (x.ev_owner IS NULL OR x.ev_owner = -$4)
+           AND coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) = id.txn
+           AND (pg_visible_in_snapshot(x.ev_txid, l.gc_lo) OR coalesce(x.ev_time < l.gc_from, false)
+                OR (l.gc_pos_txid IS NOT NULL AND pg_visible_in_snapshot(x.ev_txid, l.gc_hi)
+                    AND (x.ev_txid, x.ev_id) <= (l.gc_pos_txid, l.gc_pos)))
         $sql$,
-            (SELECT string_agg(format('SELECT e.ev_id, e.ev_txid, e.ev_time FROM %s e '
-                                      'WHERE e.ev_id = id.ev_id AND e.ev_partition = id.part_id '
-                                      'AND (e.ev_owner IS NULL OR e.ev_owner = -$4) '
-                                      'AND coalesce(e.ev_extra1, pgque.message_uuid($3, e.ev_id, e.ev_time)::text) = id.txn',
-                                      pgque.event_table(i_queue_id, t.n)), ' UNION ALL ' ORDER BY t.o)
+            (SELECT string_agg(format('SELECT e.ev_id, e.ev_txid, e.ev_time, e.ev_partition, e.ev_owner, e.ev_extra1 '
+                                      'FROM %s e WHERE e.ev_id = id.ev_id', pgque.event_table(i_queue_id, t.n)),
+                               ' UNION ALL ' ORDER BY t.o)
                FROM unnest(i_tables) WITH ORDINALITY t(n, o))) || '; END';
     RETURN NEXT;
 
