@@ -255,9 +255,9 @@ BEGIN
     -- position inside the open range: message_state's "passed"). O(items):
     -- no range read. An item's event ids come without a table read: a
     -- message id carries its event id (the low 54 bits, message_uuid); a
-    -- transactionId is looked up in the dedup table (one (dd_queue,
-    -- dd_partition, dd_txn) probe: the message ids recorded for it, while
-    -- its slot is kept). Each event id is one (ev_id) index probe per
+    -- transactionId (an item its message id did not find) is looked up in
+    -- the dedup table (one (dd_queue, dd_partition, dd_txn) probe: the
+    -- message ids recorded for it, while its slot is kept). Each event id is one (ev_id) index probe per
     -- event table, the event taken only when its key (transactionId, else
     -- message id) is the item's, on its partition, and the group's to read.
     -- Those tests stay outside the probe (OFFSET 0): pushed into it, the
@@ -273,32 +273,42 @@ BEGIN
               FROM unnest($1::text[], $2::uuid[], $5::bigint[]) WITH ORDINALITY u(t, pu, e, o)
               JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = $3
              WHERE u.t IS NOT NULL AND u.e IS NULL
-        ), id AS MATERIALIZED (
-            SELECT m.i, m.txn, m.part_id,
-                   ('x' || substr(replace(m.msg, '-', ''), 17, 16))::bit(64)::bigint & 18014398509481983 AS ev_id
-              FROM (SELECT it.i, it.txn, it.part_id, it.txn AS msg FROM it
-                     WHERE it.txn ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-                    UNION ALL
-                    SELECT it.i, it.txn, it.part_id, d.dd_msg::text FROM it
-                      JOIN pgque.dedup d ON d.dd_queue = $3 AND d.dd_partition = it.part_id AND d.dd_txn = it.txn) m
         ), l AS MATERIALIZED (
             SELECT gc.*
               FROM (SELECT DISTINCT it.part_id FROM it) k
              CROSS JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
                                   WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition = k.part_id OFFSET 0) gc
+        ), bym AS MATERIALIZED (
+            -- by message id: the event id it carries
+            SELECT it.i, it.part_id, x.*
+              FROM (SELECT it.* FROM it
+                     WHERE it.txn ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' OFFSET 0) it
+             CROSS JOIN LATERAL (SELECT * FROM (%1$s) y OFFSET 0) x
+             WHERE x.ev_partition = it.part_id AND (x.ev_owner IS NULL OR x.ev_owner = -$4)
+               AND coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) = it.txn
+        ), byt AS MATERIALIZED (
+            -- the others by transactionId: the message ids dedup recorded
+            SELECT it.i, it.part_id, x.*
+              FROM (SELECT it.* FROM it WHERE NOT EXISTS (SELECT 1 FROM bym b WHERE b.i = it.i) OFFSET 0) it
+              JOIN pgque.dedup d ON d.dd_queue = $3 AND d.dd_partition = it.part_id AND d.dd_txn = it.txn
+             CROSS JOIN LATERAL (SELECT * FROM (%2$s) y OFFSET 0) x
+             WHERE x.ev_partition = it.part_id AND (x.ev_owner IS NULL OR x.ev_owner = -$4) AND x.ev_extra1 = it.txn
         )
-        SELECT DISTINCT id.i
-          FROM id
-          JOIN l ON l.gc_partition = id.part_id
-         CROSS JOIN LATERAL (SELECT * FROM (%s) y OFFSET 0) x
-         WHERE x.ev_partition = id.part_id AND (x.ev_owner IS NULL OR x.ev_owner = -$4)
-           AND coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) = id.txn
-           AND (pg_visible_in_snapshot(x.ev_txid, l.gc_lo) OR coalesce(x.ev_time < l.gc_from, false)
-                OR (l.gc_pos_txid IS NOT NULL AND pg_visible_in_snapshot(x.ev_txid, l.gc_hi)
-                    AND (x.ev_txid, x.ev_id) <= (l.gc_pos_txid, l.gc_pos)))
+        SELECT DISTINCT f.i
+          FROM (SELECT * FROM bym UNION ALL SELECT * FROM byt) f
+          JOIN l ON l.gc_partition = f.part_id
+         WHERE pg_visible_in_snapshot(f.ev_txid, l.gc_lo) OR coalesce(f.ev_time < l.gc_from, false)
+            OR (l.gc_pos_txid IS NOT NULL AND pg_visible_in_snapshot(f.ev_txid, l.gc_hi)
+                AND (f.ev_txid, f.ev_id) <= (l.gc_pos_txid, l.gc_pos))
         $sql$,
             (SELECT string_agg(format('SELECT e.ev_id, e.ev_txid, e.ev_time, e.ev_partition, e.ev_owner, e.ev_extra1 '
-                                      'FROM %s e WHERE e.ev_id = id.ev_id', pgque.event_table(i_queue_id, t.n)),
+                                      'FROM %s e WHERE e.ev_id = (''x'' || substr(replace(it.txn, ''-'', ''''), 17, 16))'
+                                      '::bit(64)::bigint & 18014398509481983', pgque.event_table(i_queue_id, t.n)),
+                               ' UNION ALL ' ORDER BY t.o)
+               FROM unnest(i_tables) WITH ORDINALITY t(n, o)),
+            (SELECT string_agg(format('SELECT e.ev_id, e.ev_txid, e.ev_time, e.ev_partition, e.ev_owner, e.ev_extra1 '
+                                      'FROM %s e WHERE e.ev_id = (''x'' || substr(replace(d.dd_msg::text, ''-'', ''''), 17, 16))'
+                                      '::bit(64)::bigint & 18014398509481983', pgque.event_table(i_queue_id, t.n)),
                                ' UNION ALL ' ORDER BY t.o)
                FROM unnest(i_tables) WITH ORDINALITY t(n, o))) || '; END';
     RETURN NEXT;
