@@ -787,6 +787,25 @@ func (c *gcConsumer) step(ctx context.Context) error {
 	return nil
 }
 
+// claimResolved: every event of the claim has an applied ack resolving it
+// (completed; not retry or failed), key's among its acks before prior's
+// end (the others' from cl.acks): the position has passed them all.
+func claimResolved(cl *gcClaim, key string, prior []gcAck) bool {
+	resolves := func(a gcAck) bool {
+		return a.res.Success && !a.res.Noop && a.status != broker.AckRetry && a.status != broker.AckFailed
+	}
+	for _, k := range cl.keys {
+		as := cl.acks[k]
+		if k == key {
+			as = prior
+		}
+		if !slices.ContainsFunc(as, resolves) {
+			return false
+		}
+	}
+	return len(cl.keys) > 0
+}
+
 func (c *gcConsumer) acks(items []ackItem) []broker.Ack {
 	out := make([]broker.Ack, len(items))
 	for i, it := range items {
@@ -801,7 +820,8 @@ func (c *gcConsumer) acks(items []ackItem) []broker.Ack {
 // ack sends one ack call and records each item's outcome, checking what
 // can be checked at once: nothing applied after the lease expired or
 // without the lease id of a redelivered batch; an ack inside a live lease
-// applied; a repeat never applied.
+// applied; a repeat never applied, and never refused once the claim's
+// every event was resolved.
 func (c *gcConsumer) ack(ctx context.Context, items []ackItem, repeat bool) ([]broker.AckResult, error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -839,6 +859,11 @@ func (c *gcConsumer) ack(ctx context.Context, items []ackItem, repeat bool) ([]b
 			st.problems = append(st.problems, where+": applied without the lease id of a redelivered batch")
 		case applied && slices.ContainsFunc(prior, func(p gcAck) bool { return p.res.Success && !p.res.Noop }):
 			st.problems = append(st.problems, where+": applied twice")
+		case repeat && !r.Success && claimResolved(cl, key, prior):
+			// Every event of the claim was resolved by an applied ack: the
+			// position is past them all, so acking one again is a noop
+			// whatever the lease (docs/broker.md "The cursor model", Ack).
+			st.problems = append(st.problems, fmt.Sprintf("%s: a repeat of a resolved claim refused (%q)", where, r.Error))
 		case !applied && !repeat && a.leaseGiven && cl.redeliverAt.IsZero() && len(prior) == 0 &&
 			start.Before(cl.until.Add(-500*time.Millisecond)):
 			// The first ack of the event under a live lease not released:

@@ -23,9 +23,13 @@
 -- nobody acked are redelivered, never counted as done (events resolved
 -- ahead of them come again too; a dead-lettered one may then be both in
 -- the DLQ and redelivered, at least once).
--- A message at or below the position, or already resolved under this
+-- A message at or below the position (in any retained event table, not
+-- only the open range: a repeated ack after the next pop moved the range
+-- on; whatever lease id it carries), or already resolved under this
 -- lease -> success, noop (the same ack twice is a noop the second time;
--- the first status given for a message wins). A wrong or expired lease ->
+-- the first status given for a message wins). An item named by a custom
+-- transactionId is found through the dedup table, so only while its
+-- dedup slot is kept (dedupWindowSeconds, at least); a message id always. A wrong or expired lease ->
 -- success false, 'invalid or expired lease'; so is an ack without a lease
 -- id of a batch delivered more than once (gc_attempts > 1: a consumer
 -- whose lease expired may still hold it, and without the lease id its ack
@@ -52,8 +56,11 @@
 -- per queue matches the items against their leased batches, (position,
 -- batch end] through the (ev_partition, ev_txid, ev_id) index (each event
 -- keyed by its transactionId, else its message id, then hash-joined to
--- the items, with the event before it in the batch), a second read of
--- (range start, position] only for items not found there; the items are
+-- the items, with the event before it in the batch), then, only for
+-- items not found there, a test of whether they are done (at or below the
+-- position): each item's event ids from its message id (it carries the
+-- event id) or the dedup table (a transactionId), one (ev_id) index
+-- probe per event table each, compared with the cursor; the items are
 -- then applied in order in memory to the cursors as the lock read them,
 -- and every cursor changed is written by ONE UPDATE for the whole call
 -- (one row each). Cost: O(items + leased events), a fixed number of
@@ -227,8 +234,8 @@ BEGIN
             a_ev_id[r.i] := r.ev_id; a_ev_time[r.i] := r.ev_time; a_ev_txid[r.i] := r.ev_txid; a_ev_data[r.i] := r.ev_data;
             a_pv_txid[r.i] := r.pv_txid; a_pv_id[r.i] := r.pv_id;
         END LOOP;
-        -- Items not found there: are they at or below the position (inside
-        -- the open range)? Read only for those, once per cursor.
+        -- Items not found there: are they done (at or below the position,
+        -- in the open range or before it)? Index probes for those only.
         IF EXISTS (SELECT 1 FROM unnest(i_transaction_ids, v_parts, a_ev_id) WITH ORDINALITY u(t, pu, e, o)
                      JOIN pgque.partition p ON p.part_uuid = u.pu AND p.part_queue = v_queue.queue_id
                     WHERE u.t IS NOT NULL AND u.e IS NULL) THEN

@@ -15,9 +15,9 @@
 -- older than the expiry cutoff $13 (queue_expiry), after
 -- seeding the candidates' missing cursors: group_seed, called only when one
 -- is missing),
--- group_ack (group_ack's read of the leased batches), group_ack_below (its
--- read below the position), group_ack_fast (group_ack's fast path: the
--- lock, the read and the UPDATE of a completed in-order ack of a prefix of
+-- group_ack (group_ack's read of the leased batches), group_ack_below (which
+-- of the other items are done: at or below the position, index probes),
+-- group_ack_fast (group_ack's fast path: the lock, the read and the UPDATE of a completed in-order ack of a prefix of
 -- the batch, two statements), group_pending (group_pending's probe),
 -- group_advance_idle (its UPDATE; returns the rows updated), push_fresh
 -- (push's INSERT, writes unlike the others: one INSERT ... RETURNING of
@@ -262,6 +262,21 @@ BEGIN
             'l.gc_end_txid', NULL, '-l.gc_group', 'l.gc_from')) || '; END';
     RETURN NEXT;
 
+    -- group_ack_below: the items not found in the leased batch ($5: the
+    -- event ids found, NULL where not) that are done for the group: at or
+    -- below the cursor's position anywhere in the retained event tables
+    -- (visible in gc_lo, created before gc_from, or at or below the
+    -- position inside the open range: message_state's "passed"). O(items):
+    -- no range read. An item's event ids come without a table read: a
+    -- message id carries its event id (the low 54 bits, message_uuid); a
+    -- transactionId (an item its message id did not find) is looked up in
+    -- the dedup table (one (dd_queue, dd_partition, dd_txn) probe: the
+    -- message ids recorded for it, while its slot is kept). Each event id is one (ev_id) index probe per
+    -- event table, the event taken only when its key (transactionId, else
+    -- message id) is the item's, on its partition, and the group's to read.
+    -- Those tests stay outside the probe (OFFSET 0): pushed into it, the
+    -- partition's equality made the (ev_partition, ev_txid, ev_id) index
+    -- look as good, and it read the partition's every retained entry.
     fn_kind := 'group_ack_below';
     fn_args := 'text[], uuid[], int, int, bigint[]';
     fn_result := 'TABLE (i int)';
@@ -277,16 +292,39 @@ BEGIN
               FROM (SELECT DISTINCT it.part_id FROM it) k
              CROSS JOIN LATERAL (SELECT gc.* FROM pgque.group_cursor gc
                                   WHERE gc.gc_queue = $3 AND gc.gc_group = $4 AND gc.gc_partition = k.part_id OFFSET 0) gc
-             WHERE gc.gc_pos IS NOT NULL
-        ), ev AS MATERIALIZED (
-            SELECT l.gc_partition AS pid, coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) AS k
-              FROM l CROSS JOIN LATERAL (%s) x
-             WHERE (x.ev_txid, x.ev_id) <= (l.gc_pos_txid, l.gc_pos)
+        ), bym AS MATERIALIZED (
+            -- by message id: the event id it carries
+            SELECT it.i, it.part_id, x.*
+              FROM (SELECT it.* FROM it
+                     WHERE it.txn ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' OFFSET 0) it
+             CROSS JOIN LATERAL (SELECT * FROM (%1$s) y OFFSET 0) x
+             WHERE x.ev_partition = it.part_id AND (x.ev_owner IS NULL OR x.ev_owner = -$4)
+               AND coalesce(x.ev_extra1, pgque.message_uuid($3, x.ev_id, x.ev_time)::text) = it.txn
+        ), byt AS MATERIALIZED (
+            -- the others by transactionId: the message ids dedup recorded
+            SELECT it.i, it.part_id, x.*
+              FROM (SELECT it.* FROM it WHERE NOT EXISTS (SELECT 1 FROM bym b WHERE b.i = it.i) OFFSET 0) it
+              JOIN pgque.dedup d ON d.dd_queue = $3 AND d.dd_partition = it.part_id AND d.dd_txn = it.txn
+             CROSS JOIN LATERAL (SELECT * FROM (%2$s) y OFFSET 0) x
+             WHERE x.ev_partition = it.part_id AND (x.ev_owner IS NULL OR x.ev_owner = -$4) AND x.ev_extra1 = it.txn
         )
-        SELECT DISTINCT it.i FROM it JOIN ev ON ev.pid = it.part_id AND ev.k = it.txn
+        SELECT DISTINCT f.i
+          FROM (SELECT * FROM bym UNION ALL SELECT * FROM byt) f
+          JOIN l ON l.gc_partition = f.part_id
+         WHERE pg_visible_in_snapshot(f.ev_txid, l.gc_lo) OR coalesce(f.ev_time < l.gc_from, false)
+            OR (l.gc_pos_txid IS NOT NULL AND pg_visible_in_snapshot(f.ev_txid, l.gc_hi)
+                AND (f.ev_txid, f.ev_id) <= (l.gc_pos_txid, l.gc_pos))
         $sql$,
-            pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', NULL, NULL,
-            'l.gc_pos_txid', NULL, '-l.gc_group', 'l.gc_from')) || '; END';
+            (SELECT string_agg(format('SELECT e.ev_id, e.ev_txid, e.ev_time, e.ev_partition, e.ev_owner, e.ev_extra1 '
+                                      'FROM %s e WHERE e.ev_id = (''x'' || substr(replace(it.txn, ''-'', ''''), 17, 16))'
+                                      '::bit(64)::bigint & 18014398509481983', pgque.event_table(i_queue_id, t.n)),
+                               ' UNION ALL ' ORDER BY t.o)
+               FROM unnest(i_tables) WITH ORDINALITY t(n, o)),
+            (SELECT string_agg(format('SELECT e.ev_id, e.ev_txid, e.ev_time, e.ev_partition, e.ev_owner, e.ev_extra1 '
+                                      'FROM %s e WHERE e.ev_id = (''x'' || substr(replace(d.dd_msg::text, ''-'', ''''), 17, 16))'
+                                      '::bit(64)::bigint & 18014398509481983', pgque.event_table(i_queue_id, t.n)),
+                               ' UNION ALL ' ORDER BY t.o)
+               FROM unnest(i_tables) WITH ORDINALITY t(n, o))) || '; END';
     RETURN NEXT;
 
     -- group_ack_fast: group_ack's fast path (one consumer acks, completed,

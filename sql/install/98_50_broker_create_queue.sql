@@ -1,7 +1,9 @@
 -- pgque.broker_create_queue(i_queue_name): create a queue: its row, event
 -- sequence, tick sequence, 3 insert-only event tables (autovacuum off;
 -- indexes on ev_txid and (ev_partition, ev_txid, ev_id): the broker's
--- per-partition reads in (ev_txid, ev_id) order stop after LIMIT rows), the
+-- per-partition reads in (ev_txid, ev_id) order stop after LIMIT rows; and
+-- on ev_id: group_ack finds an acked message by the event id its message
+-- id carries, group_ack_below), the
 -- Default partition and a first tick, and the queue's generated read
 -- functions (group_plans: the broker's statements over its event tables,
 -- planned once per session).
@@ -54,6 +56,7 @@ BEGIN
         EXECUTE format('ALTER TABLE %s ALTER COLUMN ev_id SET DEFAULT nextval(%L::regclass)', v_tbl, v_seq);
         EXECUTE format('CREATE INDEX %I ON %s (ev_txid)', 'event_' || v_id || '_' || v_n || '_txid_idx', v_tbl);
         EXECUTE format('CREATE INDEX %I ON %s (ev_partition, ev_txid, ev_id)', 'event_' || v_id || '_' || v_n || '_part_idx', v_tbl);
+        EXECUTE format('CREATE INDEX %I ON %s (ev_id)', 'event_' || v_id || '_' || v_n || '_id_idx', v_tbl);
     END LOOP;
     UPDATE pgque.queue SET queue_event_seq = v_seq::regclass, queue_tick_seq = v_tseq::regclass
      WHERE queue_id = v_id;
@@ -64,3 +67,22 @@ BEGIN
     RETURN 1;
 END;
 $$;
+
+-- Upgrade: event tables of queues created before group_ack probed events by
+-- ev_id get the (ev_id) index (idempotent; the tables are rotated, so they
+-- hold at most the retained events).
+DO $upgrade$
+DECLARE
+    v_tbl record;
+BEGIN
+    FOR v_tbl IN
+        SELECT t.relname, replace(c.relname, '_part_idx', '_id_idx') AS idx
+          FROM pg_catalog.pg_class c
+          JOIN pg_catalog.pg_index i ON i.indexrelid = c.oid
+          JOIN pg_catalog.pg_class t ON t.oid = i.indrelid
+         WHERE c.relnamespace = 'pgque'::regnamespace AND c.relname ~ '^event_[0-9]+_[0-9]+_part_idx$'
+    LOOP
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON pgque.%I (ev_id)', v_tbl.idx, v_tbl.relname);
+    END LOOP;
+END;
+$upgrade$;
