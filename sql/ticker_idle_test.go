@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -204,5 +205,40 @@ func TestRotateMetadataIdleCallSkips(t *testing.T) {
 	e.exec(`SELECT pgque.send('q', 'x'::text)`)
 	if !full("") {
 		t.Fatal("rotate_metadata() skipped its steps after a commit")
+	}
+}
+
+// TestTickerIdleUntilBehindRotationLock: the quiet round's
+// ticker_idle_until reads the tick tables; when a rotation (here: a
+// session holding the tick table's ACCESS EXCLUSIVE lock) holds them past
+// the ticker's lock_timeout, ticker() records no idle time and returns -
+// it raised 55P03, which ends a ticker_loop run (seen on CI as
+// TestConcurrentRotateMetadataRaisesNothing failing).
+func TestTickerIdleUntilBehindRotationLock(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('q')`)
+	e.exec(`SELECT pgque.set_tick_period_ms(10)`)
+	e.untilIdle()
+	e.exec(`SELECT set_config('pgque.ticker_idle', '', false)`)
+	e.exec(`SELECT pgque.ticker()`) // records the snapshot ('seen')
+	locker := pgtest.Conn(t, e.dsn)
+	tx, err := locker.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctxT(t)) }()
+	if _, err := tx.Exec(ctxT(t), `LOCK TABLE pgque.tick IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := e.conn.QueryRow(ctxT(t), `SELECT pgque.ticker()`).Scan(&n); err != nil {
+		t.Fatalf("ticker() behind a held tick-table lock: %v", err)
+	}
+	var st string
+	if err := e.conn.QueryRow(ctxT(t), `SELECT current_setting('pgque.ticker_idle', true)`).Scan(&st); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(st, "seen|") {
+		t.Fatalf("pgque.ticker_idle after the locked round = %q, want seen|<snapshot> (no idle time recorded)", st)
 	}
 }

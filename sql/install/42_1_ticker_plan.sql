@@ -175,7 +175,14 @@ BEGIN
     -- own writes are not in the snapshot).
     IF cardinality(v_plan) = 0 AND split_part(v_idle, '|', 2) = v_fp
        AND pg_current_xact_id_if_assigned() IS NULL THEN
-        v_until := pgque.ticker_idle_until();
+        -- it reads the tick tables: a rotation holding them past the
+        -- ticker's lock_timeout leaves 'seen' (the next call checks in
+        -- full), never an error that would end a ticker_loop run
+        BEGIN
+            v_until := pgque.ticker_idle_until();
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+            v_until := NULL;
+        END;
     END IF;
     PERFORM set_config('pgque.ticker_idle',
                        coalesce(extract(epoch FROM v_until)::float8::text, 'seen') || '|' || v_fp, false);
