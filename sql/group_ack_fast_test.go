@@ -3,11 +3,7 @@ package sql_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ackFastSetup pushes 3 messages to partition p of queue af (the second
@@ -205,24 +201,7 @@ func TestGroupAckFastPathStatements(t *testing.T) {
 	e.exec(`SELECT count(*) FROM pgque.push(array_fill('af'::text, ARRAY[40]), array_fill('p'::text, ARRAY[40]),
 	          array_fill('{"n":1}'::jsonb, ARRAY[40]), NULL)`)
 	e.exec(`SELECT pgque.broker_tick('af')`)
-	var mu sync.Mutex
-	n := 0
-	cfg, err := pgx.ParseConfig(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OnNotice = func(_ *pgconn.PgConn, m *pgconn.Notice) {
-		if m.Severity == "LOG" && strings.HasPrefix(m.Message, "duration:") {
-			mu.Lock()
-			n++
-			mu.Unlock()
-		}
-	}
-	conn, err := pgx.ConnectConfig(ctxT(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	conn := newStmtCounter(t, e.dsn)
 	pop := func(k int) (txns []string, part, lease string) {
 		t.Helper()
 		rows, err := conn.Query(ctxT(t), `SELECT transaction_id, partition_uuid::text, lease_id::text
@@ -251,9 +230,7 @@ func TestGroupAckFastPathStatements(t *testing.T) {
 		for i := range parts {
 			parts[i], leases[i], statuses[i] = part, lease, status
 		}
-		mu.Lock()
-		n = 0
-		mu.Unlock()
+		conn.reset()
 		var ok int
 		if err := conn.QueryRow(ctxT(t), `SELECT count(*) FILTER (WHERE success AND NOT noop)
 		    FROM pgque.group_ack('g', $1::text[], $2::uuid[], $3::text[], $4::uuid[], NULL)`, txns, parts, statuses, leases).Scan(&ok); err != nil {
@@ -262,15 +239,7 @@ func TestGroupAckFastPathStatements(t *testing.T) {
 		if ok != len(txns) {
 			t.Fatalf("ack: %d of %d acked", ok, len(txns))
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		return n - 1 // the top-level SELECT
-	}
-	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
-		`SET auto_explain.log_nested_statements = on`, `SET client_min_messages = log`} {
-		if _, err := conn.Exec(ctxT(t), s); err != nil {
-			t.Fatal(err)
-		}
+		return conn.count() - 1 // the top-level SELECT
 	}
 	for _, k := range []int{1, 10} {
 		txns, part, lease := pop(k)

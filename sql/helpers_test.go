@@ -195,3 +195,44 @@ func (lc *logConn) take(sub string) []string {
 	lc.msgs = nil
 	return out
 }
+
+// stmtCounter is a connection on which auto_explain logs every statement
+// the executor runs, nested ones included, as a LOG notice (PL/pgSQL simple
+// expressions do not go through the executor and are not counted): reset,
+// run something, count.
+type stmtCounter struct {
+	*pgx.Conn
+	mu sync.Mutex
+	n  int
+}
+
+func newStmtCounter(t *testing.T, dsn string) *stmtCounter {
+	t.Helper()
+	c := &stmtCounter{}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, m *pgconn.Notice) {
+		if m.Severity == "LOG" && strings.HasPrefix(m.Message, "duration:") {
+			c.mu.Lock()
+			c.n++
+			c.mu.Unlock()
+		}
+	}
+	if c.Conn, err = pgx.ConnectConfig(ctxT(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
+		`SET auto_explain.log_nested_statements = on`, `SET client_min_messages = log`} {
+		if _, err := c.Exec(ctxT(t), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+func (c *stmtCounter) reset() { c.mu.Lock(); c.n = 0; c.mu.Unlock() }
+
+func (c *stmtCounter) count() int { c.mu.Lock(); defer c.mu.Unlock(); return c.n }

@@ -2,12 +2,9 @@ package sql_test
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestPushFastPath: a push of the common shape (one existing queue, no
@@ -81,41 +78,14 @@ func TestPushFastPath(t *testing.T) {
 func TestPushFastPathStatements(t *testing.T) {
 	e := setup(t)
 	e.exec(`SELECT count(*) FROM pgque.push(ARRAY['fs','fs'], ARRAY['a','b'], array_fill('{}'::jsonb, ARRAY[2]), NULL)`)
-	var mu sync.Mutex
-	n := 0
-	cfg, err := pgx.ParseConfig(e.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.OnNotice = func(_ *pgconn.PgConn, m *pgconn.Notice) {
-		if m.Severity == "LOG" && strings.HasPrefix(m.Message, "duration:") {
-			mu.Lock()
-			n++
-			mu.Unlock()
-		}
-	}
-	conn, err := pgx.ConnectConfig(ctxT(t), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	for _, s := range []string{`LOAD 'auto_explain'`, `SET auto_explain.log_min_duration = 0`,
-		`SET auto_explain.log_nested_statements = on`, `SET client_min_messages = log`} {
-		if _, err := conn.Exec(ctxT(t), s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conn := newStmtCounter(t, e.dsn)
 	count := func(sql string) int {
 		t.Helper()
-		mu.Lock()
-		n = 0
-		mu.Unlock()
+		conn.reset()
 		if _, err := conn.Exec(ctxT(t), sql); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		return n
+		return conn.count()
 	}
 	one := `SELECT count(*) FROM pgque.push(ARRAY['fs'], ARRAY['a'], ARRAY['{"n":1}'::jsonb], NULL)`
 	ten := `SELECT count(*) FROM pgque.push(array_fill('fs'::text, ARRAY[10]), ARRAY['a','b','a','b','a','b','a','b','a',NULL],
