@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
+	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
 // curTable is the queue's current event table.
@@ -45,10 +46,19 @@ func (e *env) switchOnce(queue string, between func()) {
 // cursor past them (group_expire) - also when it has newer events pending
 // - so the table holding them is switched out and truncated; the newer
 // events are still delivered. No event row is deleted or updated.
+//
+// On a private cluster: an event-table switch waits for a tick whose xmin
+// is above the previous switch, and other tests' transactions on a shared
+// cluster held that back for seconds - long enough for the fresh event
+// pushed during switch 2 to pass the retention too (CI: "after the
+// expiry" popped nothing).
 func TestRetentionExpiresEventsAndRotationReclaims(t *testing.T) {
-	e := setup(t)
+	t.Parallel()
+	dsn := pgtest.PrivateEngineDB(t, "retention")
+	d := &pgtest.EngineDB{T: t, DSN: dsn, Conn: pgtest.Conn(t, dsn)}
+	e := &env{EngineDB: d, t: t, dsn: dsn, conn: d.Conn}
 	if _, err := broker.Configure(ctxT(t), e.conn, "q", nil, nil,
-		json.RawMessage(`{"retentionEnabled": true, "retentionSeconds": 1}`)); err != nil {
+		json.RawMessage(`{"retentionEnabled": true, "retentionSeconds": 2}`)); err != nil {
 		t.Fatal(err)
 	}
 	e.exec(`SELECT pgque.set_queue_config('q', 'rotation_period', '0')`)
@@ -67,7 +77,7 @@ func TestRetentionExpiresEventsAndRotationReclaims(t *testing.T) {
 	if sizeBefore == 0 {
 		t.Fatal("the event table holds no page before the rotation")
 	}
-	time.Sleep(1100 * time.Millisecond) // events 1..49 are now past the retention
+	time.Sleep(2100 * time.Millisecond) // events 1..49 are now past the retention
 	g.Batch = 10
 	if r := e.pop(g, "a"); len(r.Messages) != 0 {
 		t.Fatalf("expired events delivered: %v", numbers(t, r.Messages))
