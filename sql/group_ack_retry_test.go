@@ -2,6 +2,8 @@ package sql_test
 
 import (
 	"testing"
+
+	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
 
 // TestGroupAckRepeatAfterRangeMoved: an ack repeated after the next pop
@@ -122,7 +124,7 @@ func TestGroupAckRepeatAfterRangeMoved(t *testing.T) {
 	// the partition's entries in its (ev_partition, ev_txid, ev_id) index
 	// costs ~25 blocks per item): the event tables' sequential scans and
 	// index blocks accessed, the backend's counts flushed before and after
-	// (pg_stat_force_next_flush, PostgreSQL 15+). The second batch is acked
+	// (pgtest.FlushStats). The second batch is acked
 	// first, so no live lease makes the ack read a leased batch too (its
 	// read probes each in-progress xid of gc_lo: other tests' load).
 	for i, r := range ack([]string{pending, pendingTxn}, lease2) {
@@ -132,7 +134,7 @@ func TestGroupAckRepeatAfterRangeMoved(t *testing.T) {
 	}
 	read := func() (seq, blks int64) {
 		t.Helper()
-		e.exec(`SELECT pg_stat_force_next_flush()`)
+		pgtest.FlushStats(t, e.conn)
 		if err := e.conn.QueryRow(ctxT(t), `SELECT
 		        (SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_user_tables
 		          WHERE schemaname = 'pgque' AND relname ~ '^event_[0-9]+_[0-9]+$'),
