@@ -1,12 +1,31 @@
 package sql_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgquectl/pgquectl/internal/pgtest"
 )
+
+// heldPush pushes payload to partition p of queue q in a producer
+// transaction it leaves open (rolled back when the test ends unless the
+// test commits it).
+func (e *engine) heldPush(q, p, payload string) pgx.Tx {
+	e.t.Helper()
+	tx, err := pgtest.Conn(e.t, e.dsn).Begin(ctxT(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctxT(e.t), `SELECT pgque.push(ARRAY[$1], ARRAY[$2], ARRAY[$3::jsonb], NULL)`, q, p, payload); err != nil {
+		e.t.Fatal(err)
+	}
+	return tx
+}
 
 // claimPayloads runs one auto-ack pop_list of group g over partition p of
 // queue q and returns the payloads it took, in order.
@@ -50,16 +69,8 @@ func TestClaimRangeKeepsEventsOfTransactionsInFlight(t *testing.T) {
 	}
 
 	// A producer holds its insert open across the next claim.
-	prod := pgtest.Conn(t, e.dsn)
 	ctx := ctxT(t)
-	tx, err := prod.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT pgque.push(ARRAY['q'], ARRAY['p'], ARRAY['1'::jsonb], NULL)`); err != nil {
-		t.Fatal(err)
-	}
+	tx := e.heldPush("q", "p", "1")
 	e.exec(`SELECT pgque.push(ARRAY['q'], ARRAY['p'], ARRAY['2'::jsonb], NULL)`)
 	if got := e.claimPayloads("q", "g", "p", 10); !slices.Equal(got, []string{"2"}) {
 		t.Fatalf("claim with event 1 in flight: %v, want [2]", got)
@@ -138,16 +149,8 @@ func TestClaimSkipsRangeEndLaterThanItsSnapshot(t *testing.T) {
 	if got := e.claimPayloads("q", "g", "p", 10); !slices.Equal(got, []string{"0"}) {
 		t.Fatalf("first claim: %v, want [0]", got)
 	}
-	prod := pgtest.Conn(t, e.dsn)
 	ctx := ctxT(t)
-	tx, err := prod.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT pgque.push(ARRAY['q'], ARRAY['p'], ARRAY['1'::jsonb], NULL)`); err != nil {
-		t.Fatal(err)
-	}
+	tx := e.heldPush("q", "p", "1")
 	e.exec(`SELECT pgque.push(ARRAY['q'], ARRAY['p'], ARRAY['2'::jsonb], NULL)`)
 	// hi: the producer's own snapshot, taken now - it sees event 2 and,
 	// being its own, the producer's transaction (not in its xip), as a
