@@ -95,7 +95,7 @@ func (w *wakeHub) later(key string) {
 
 // WakeTick wakes every key marked since the previous tick once, and every
 // waited-on key whose wheel has a due entry. The background loop calls it
-// every WakeTick (≈5 ms) while there is something it could wake. It
+// every Options.WakeTick while there is something it could wake. It
 // returns how many keys it woke.
 func (h *HotList) WakeTick() int {
 	n, _ := h.wakeRound()
