@@ -30,7 +30,8 @@ var pendingDocsSplit = map[string]bool{"docs/broker.md": true, "docs/hotlist.md"
 // that names a tunable (its key, its flag or its Options field) on the same
 // line as that tunable's default value is a second copy that would go
 // stale: this test names it. Go files may name a key only in
-// internal/config/hotlist.go (one declaration per key).
+// internal/config/hotlist.go (one declaration per key), and docs may not
+// name the removed flags (--hotlist-shards, ...).
 func TestHotlistDefaultsHaveOneHome(t *testing.T) {
 	t.Parallel()
 	type rule struct {
@@ -79,6 +80,13 @@ func TestHotlistDefaultsHaveOneHome(t *testing.T) {
 			if isGo {
 				if m := keyLiteral.FindString(line); m != "" {
 					copies = append(copies, fmt.Sprintf("%s:%d: key %s declared outside internal/config/hotlist.go", rel, n, m))
+				}
+			}
+			if isMD {
+				for _, tn := range Hotlist {
+					if strings.Contains(line, "--"+tn.Name()) {
+						copies = append(copies, fmt.Sprintf("%s:%d: names the removed flag --%s (now the config-file key %s)", rel, n, tn.Name(), tn.Name()))
+					}
 				}
 			}
 			for _, r := range rules {
