@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,9 +17,11 @@ import (
 // command line, serve stops with an error naming the config-file key that
 // replaces the flag, rather than "unknown flag" or a silent ignore. They
 // take any value, so "--hotlist-shards N" parses far enough to say so.
+// The tunables that became fixed (config.HotlistFixed) fail likewise,
+// saying the value the hot-list uses.
 func addRemovedHotlistFlags(f *pflag.FlagSet) {
-	for _, t := range config.Hotlist {
-		f.String(t.Name(), "", "removed: config-file key "+t.Name())
+	for _, t := range slices.Concat(config.Hotlist, config.HotlistFixed) {
+		f.String(t.Name(), "", "removed")
 		_ = f.MarkHidden(t.Name())
 	}
 }
@@ -26,10 +29,23 @@ func addRemovedHotlistFlags(f *pflag.FlagSet) {
 // removedHotlistFlags fails when a former hot-list flag was given.
 func removedHotlistFlags(cmd *cobra.Command) error {
 	var errs []error
+	given := func(t config.Tunable) (string, bool) {
+		f := cmd.Flags().Lookup(t.Name())
+		if f == nil || !f.Changed {
+			return "", false
+		}
+		return f.Value.String(), true
+	}
 	for _, t := range config.Hotlist {
-		if f := cmd.Flags().Lookup(t.Name()); f != nil && f.Changed {
+		if v, ok := given(t); ok {
 			errs = append(errs, fmt.Errorf("--%s is no longer a flag: set %q in the config file (%s, or --config FILE) or %s=%s in the environment (%s)",
-				t.Name(), t.Name()+": "+f.Value.String(), defaultConfigFile, t.Env(), f.Value.String(), config.HotlistReferencePath))
+				t.Name(), t.Name()+": "+v, defaultConfigFile, t.Env(), v, config.HotlistReferencePath))
+		}
+	}
+	for _, t := range config.HotlistFixed {
+		if _, ok := given(t); ok {
+			errs = append(errs, fmt.Errorf("--%s was removed: the hot-list uses %s, nothing replaces it; drop the flag (%s)",
+				t.Name(), t.DefaultText(), config.HotlistReferencePath))
 		}
 	}
 	if len(errs) > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestServeHotlistFlags(t *testing.T) {
 	if !strings.Contains(out, "--hotlist ") || !strings.Contains(out, config.HotlistReferencePath) {
 		t.Errorf("serve --help lacks --hotlist or the pointer to %s:\n%s", config.HotlistReferencePath, out)
 	}
-	for _, k := range config.Hotlist {
+	for _, k := range slices.Concat(config.Hotlist, config.HotlistFixed) {
 		if strings.Contains(out, "--"+k.Name()) {
 			t.Errorf("serve --help lists the tunable --%s", k.Name())
 		}
@@ -40,6 +41,13 @@ func TestServeRemovedHotlistFlags(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, "--"+k.Name()+" is no longer a flag") ||
 			!strings.Contains(stderr, `"`+k.Name()+`: 7"`) || !strings.Contains(stderr, k.Env()+"=7") {
 			t.Errorf("serve %v: exit %d %q, want a usage error naming the key %s and %s", args, code, stderr, k.Name(), k.Env())
+		}
+	}
+	for _, k := range config.HotlistFixed {
+		args := []string{"serve", "--" + k.Name(), "7"}
+		_, stderr, code := runMain(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "--"+k.Name()+" was removed: the hot-list uses "+k.DefaultText()) {
+			t.Errorf("serve %v: exit %d %q, want a usage error saying the value the hot-list uses", args, code, stderr)
 		}
 	}
 	// The equals form too; --no-auto-tick (hidden, no effect) still parses.
@@ -62,7 +70,7 @@ func TestServeHotlistConfigFile(t *testing.T) {
 	for _, tc := range []struct{ yaml, says string }{
 		{"hotlist-shards: 0\n", "hotlist-shards must be at least 1"},
 		{"hotlist-reseed-interval: 30\n", `hotlist-reseed-interval = "30"`},
-		{"hotlist-revisit-min: 2s\nhotlist-revisit-max: 1s\n", "hotlist-revisit-max (1s) must be at least hotlist-revisit-min (2s)"},
+		{"hotlist-top: 3\n", "hotlist-top is no longer a setting"},
 	} {
 		file := filepath.Join(t.TempDir(), "pgquectl.yaml")
 		if err := os.WriteFile(file, []byte(tc.yaml), 0o600); err != nil {

@@ -15,78 +15,75 @@ import (
 // (go run ./scripts/genconfig).
 var Hotlist = []Tunable{
 	hotlistWidth,
-	intTunable{Key[int]{"hotlist-shards", "", hotlist.DefaultShards,
-		"sub-rings per (queue, group) ring, each with its own lock"},
-		1, 1024, func(o *hotlist.Options, v int) { o.Shards = v }},
-	durTunable{Key[time.Duration]{"hotlist-reseed-interval", "", hotlist.DefaultReseedInterval,
-		"reseed floor per (queue, group): how soon work the hot-list missed (events from plain SQL producers, a lost hint) is found; 0 = only cold rings reseed"},
-		time.Second, true, func(o *hotlist.Options, v time.Duration) { o.ReseedInterval = v }},
-	durTunable{Key[time.Duration]{"hotlist-reseed-phase", "", hotlist.DefaultReseedPhase,
-		"window of a ring's random phase: its first periodic reseed comes one interval after its cold reseed less the phase (rings created together reseed apart)"},
-		0, false, func(o *hotlist.Options, v time.Duration) { o.ReseedPhase = v }},
-	intTunable{Key[int]{"hotlist-reseed-page-size", "", hotlist.DefaultReseedPageSize,
-		"partitions per reseed keyset page"},
-		1, 0, func(o *hotlist.Options, v int) { o.ReseedPageSize = v }},
-	intTunable{Key[int]{"hotlist-reseed-max-pages", "", hotlist.DefaultReseedMaxPages,
-		"page cap of one reseed"},
-		1, 0, func(o *hotlist.Options, v int) { o.ReseedMaxPages = v }},
-	intTunable{Key[int]{"hotlist-reseed-concurrency", "", hotlist.DefaultReseedConcurrency,
-		"reseeds the background loop runs at once"},
-		1, 0, func(o *hotlist.Options, v int) { o.ReseedConcurrency = v }},
-	durTunable{Key[time.Duration]{"hotlist-stranded-after", "", 0,
-		"a check-out older than this is reclaimed by the next reseed; 0 = the reseed interval"},
-		0, false, func(o *hotlist.Options, v time.Duration) { o.StrandedAfter = v }},
-	durTunable{Key[time.Duration]{"hotlist-sweep-interval", "", hotlist.DefaultSweepInterval,
-		"idle sweep period (an idle queue is forgotten after about two); 0 = never sweep"},
-		10 * time.Millisecond, true, func(o *hotlist.Options, v time.Duration) {
+	intTunable{Key: Key[int]{Name: "hotlist-shards", Default: hotlist.DefaultShards,
+		Help: "sub-rings per (queue, group) ring, each with its own lock"},
+		min: 1, max: 1024, set: func(o *hotlist.Options, v int) { o.Shards = v }},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-reseed-interval", Default: hotlist.DefaultReseedInterval,
+		Help: "reseed floor per (queue, group): how soon work the hot-list missed (events from plain SQL producers, a lost hint) is found; 0 = only cold rings reseed"},
+		min: time.Second, zeroOff: true, set: func(o *hotlist.Options, v time.Duration) { o.ReseedInterval = v }},
+	intTunable{Key: Key[int]{Name: "hotlist-reseed-page-size", Default: hotlist.DefaultReseedPageSize,
+		Help: "partitions per reseed keyset page"},
+		min: 1, set: func(o *hotlist.Options, v int) { o.ReseedPageSize = v }},
+	intTunable{Key: Key[int]{Name: "hotlist-reseed-max-pages", Default: hotlist.DefaultReseedMaxPages,
+		Help: "page cap of one reseed"},
+		min: 1, set: func(o *hotlist.Options, v int) { o.ReseedMaxPages = v }},
+	intTunable{Key: Key[int]{Name: "hotlist-reseed-concurrency", Default: hotlist.DefaultReseedConcurrency,
+		Help: "reseeds the background loop runs at once"},
+		min: 1, set: func(o *hotlist.Options, v int) { o.ReseedConcurrency = v }},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-sweep-interval", Default: hotlist.DefaultSweepInterval,
+		Help: "idle sweep period (an idle queue is forgotten after about two); 0 = never sweep"},
+		min: 10 * time.Millisecond, zeroOff: true, set: func(o *hotlist.Options, v time.Duration) {
 			o.SweepInterval = v
 			o.DisableSweep = v < 0
 		}},
-	durTunable{Key[time.Duration]{"hotlist-park-max", "", hotlist.DefaultParkMax,
-		"longest park of a partition we claimed with a lease (our own ack pulls it back sooner)"},
-		time.Millisecond, false, func(o *hotlist.Options, v time.Duration) { o.ParkMax = v }},
-	durTunable{Key[time.Duration]{"hotlist-leased-slack", "", hotlist.DefaultLeasedSlack,
-		"added to a leased verdict's revisit time and to delayedProcessing"},
-		0, false, func(o *hotlist.Options, v time.Duration) { o.LeasedSlack = v }},
-	durTunable{Key[time.Duration]{"hotlist-revisit-min", "", hotlist.DefaultRevisitMin,
-		"first revisit of an empty verdict that may not clear yet (doubling up to hotlist-revisit-max)"},
-		time.Millisecond, false, func(o *hotlist.Options, v time.Duration) { o.RevisitMin = v }},
-	durTunable{Key[time.Duration]{"hotlist-revisit-max", "", hotlist.DefaultRevisitMax,
-		"longest revisit of an empty verdict that may not clear yet; at least hotlist-revisit-min"},
-		time.Millisecond, false, func(o *hotlist.Options, v time.Duration) { o.RevisitMax = v }},
-	durTunable{Key[time.Duration]{"hotlist-empty-grace", "", hotlist.DefaultEmptyGrace,
-		"an empty verdict this soon after a push, commit, replay or peer mark revisits instead of clearing, on queues with delayedProcessing or windowBuffer only (elsewhere a pop checked out after the mark sees it); a reseed row gets no grace; 0 = clear at once"},
-		0, true, func(o *hotlist.Options, v time.Duration) { o.EmptyGrace = v }},
-	intTunable{Key[int]{"hotlist-window-marks", "", hotlist.DefaultWindowMarks,
-		"marks that release a windowBuffer hold early"},
-		1, 0, func(o *hotlist.Options, v int) { o.WindowMarks = v }},
-	durTunable{Key[time.Duration]{"hotlist-wake-tick", "", hotlist.DefaultWakeTick,
-		"coalescing period of quiet wakes: the wake loop's period while it has something to wake"},
-		time.Millisecond, false, func(o *hotlist.Options, v time.Duration) { o.WakeTick = v }},
-	intTunable{Key[int]{"hotlist-hint-set-max", "", hotlist.DefaultHintSetMax,
-		"bound of the outgoing peer hint set (beyond it hints drop; peers heal at their reseed)"},
-		1, 0, func(o *hotlist.Options, v int) { o.HintSetMax = v }},
-	durTunable{Key[time.Duration]{"hotlist-hint-flush", "", hotlist.DefaultHintFlush,
-		"peer hint sender period while hints are pending"},
-		time.Millisecond, false, func(o *hotlist.Options, v time.Duration) { o.HintFlush = v }},
-	intTunable{Key[int]{"hotlist-hint-batch", "", hotlist.DefaultHintBatch,
-		"most hints per send"},
-		1, 0, func(o *hotlist.Options, v int) { o.HintBatch = v }},
-	durTunable{Key[time.Duration]{"hotlist-log-interval", "", hotlist.DefaultLogInterval,
-		"period of the summary log line; 0 = no log line"},
-		time.Second, true, func(o *hotlist.Options, v time.Duration) { o.LogInterval = v }},
-	intTunable{Key[int]{"hotlist-top", "", hotlist.DefaultTopN,
-		"rings named in the summary log line"},
-		1, 0, func(o *hotlist.Options, v int) { o.TopN = v }},
-	strTunable{Key[string]{"hotlist-trace", "", "",
-		"log breadcrumbs (marks, check-outs, verdicts, acks, reseeds) of queues whose name starts with this prefix; empty = off"},
-		func(o *hotlist.Options, v string) error { o.TracePrefix = v; return nil }},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-empty-grace", Default: hotlist.DefaultEmptyGrace,
+		Help: "an empty verdict this soon after a push, commit, replay or peer mark revisits instead of clearing, on queues with delayedProcessing or windowBuffer only (elsewhere a pop checked out after the mark sees it); a reseed row gets no grace; 0 = clear at once"},
+		zeroOff: true, set: func(o *hotlist.Options, v time.Duration) { o.EmptyGrace = v }},
+	intTunable{Key: Key[int]{Name: "hotlist-hint-set-max", Default: hotlist.DefaultHintSetMax,
+		Help: "bound of the outgoing peer hint set (beyond it hints drop; peers heal at their reseed)"},
+		min: 1, set: func(o *hotlist.Options, v int) { o.HintSetMax = v }},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-log-interval", Default: hotlist.DefaultLogInterval,
+		Help: "period of the summary log line; 0 = no log line"},
+		min: time.Second, zeroOff: true, set: func(o *hotlist.Options, v time.Duration) { o.LogInterval = v }},
+	strTunable{Key: Key[string]{Name: "hotlist-trace",
+		Help: "log breadcrumbs (marks, check-outs, verdicts, acks, reseeds) of queues whose name starts with this prefix; empty = off"},
+		set: func(o *hotlist.Options, v string) error { o.TracePrefix = v; return nil }},
 }
 
-var hotlistWidth = strTunable{Key[string]{"hotlist-width", "", hotlist.DefaultWidth.String(),
-	fmt.Sprintf("check-out width: %s = %s, stopping once the candidates' marks cover the batch; %s = %s, no early stop",
+// HotlistFixed are the hot-list's former tunables that no user has a reason
+// to turn: the CLI no longer sets them (hotlist.Options keeps its
+// defaults). Setting one - former flag, environment or config file - is an
+// error naming it, so an old setting is not silently ignored.
+var HotlistFixed = []Tunable{
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-reseed-phase", Default: hotlist.DefaultReseedPhase,
+		Help: "window of a ring's random phase: its first periodic reseed comes one interval after its cold reseed less the phase (rings created together reseed apart)"}},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-stranded-after",
+		Help: "a check-out older than this is reclaimed by the next reseed (with the periodic reseed off: the reseed interval's default)"},
+		doc: "the reseed interval"},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-park-max", Default: hotlist.DefaultParkMax,
+		Help: "longest park of a partition we claimed with a lease (our own ack pulls it back sooner)"}},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-leased-slack", Default: hotlist.DefaultLeasedSlack,
+		Help: "added to a leased verdict's revisit time and to delayedProcessing"}},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-revisit-min", Default: hotlist.DefaultRevisitMin,
+		Help: "first revisit of an empty verdict that may not clear yet, doubling up to the longest"}},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-revisit-max", Default: hotlist.DefaultRevisitMax,
+		Help: "longest revisit of an empty verdict that may not clear yet"}},
+	intTunable{Key: Key[int]{Name: "hotlist-window-marks", Default: hotlist.DefaultWindowMarks,
+		Help: "marks that release a windowBuffer hold early"}},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-wake-tick", Default: hotlist.DefaultWakeTick,
+		Help: "coalescing period of quiet wakes: the wake loop's period while it has something to wake"}},
+	durTunable{Key: Key[time.Duration]{Name: "hotlist-hint-flush", Default: hotlist.DefaultHintFlush,
+		Help: "peer hint sender period while hints are pending"}},
+	intTunable{Key: Key[int]{Name: "hotlist-hint-batch", Default: hotlist.DefaultHintBatch,
+		Help: "most hints per send"}},
+	intTunable{Key: Key[int]{Name: "hotlist-top", Default: hotlist.DefaultTopN,
+		Help: "rings named in the summary log line"}},
+}
+
+var hotlistWidth = strTunable{Key: Key[string]{Name: "hotlist-width", Default: hotlist.DefaultWidth.String(),
+	Help: fmt.Sprintf("check-out width: %s = %s, stopping once the candidates' marks cover the batch; %s = %s, no early stop",
 		hotlist.WidthNarrow, hotlist.WidthNarrow.Rule(), hotlist.WidthWide, hotlist.WidthWide.Rule())},
-	func(o *hotlist.Options, v string) (err error) { o.Width, err = hotlist.ParseWidth(v); return err }}
+	set: func(o *hotlist.Options, v string) (err error) { o.Width, err = hotlist.ParseWidth(v); return err }}
 
 // HotlistOptions reads the hot-list's tunables from s (defaults where s has
 // none) and checks them. A 0 that means "off" maps to the hotlist.Options
@@ -99,8 +96,10 @@ func HotlistOptions(s Source) (hotlist.Options, error) {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 && o.RevisitMax < o.RevisitMin {
-		errs = append(errs, fmt.Errorf("hotlist-revisit-max (%s) must be at least hotlist-revisit-min (%s)", o.RevisitMax, o.RevisitMin))
+	for _, t := range HotlistFixed {
+		if s.IsSet(t.Name()) {
+			errs = append(errs, fmt.Errorf("%s is no longer a setting: the hot-list uses %s; remove it from the config file and the environment (%s)", t.Name(), t.DefaultText(), t.Env()))
+		}
 	}
 	return o, errors.Join(errs...)
 }
@@ -147,11 +146,17 @@ type durTunable struct {
 	min     time.Duration
 	zeroOff bool // 0 switches it off: negative in hotlist.Options
 	set     func(*hotlist.Options, time.Duration)
+	doc     string // the default in words, when it is derived
 }
 
-func (t durTunable) Name() string        { return t.Key.Name }
-func (t durTunable) Help() string        { return t.Key.Help }
-func (t durTunable) DefaultText() string { return FormatValue(t.Default) }
+func (t durTunable) Name() string { return t.Key.Name }
+func (t durTunable) Help() string { return t.Key.Help }
+func (t durTunable) DefaultText() string {
+	if t.doc != "" {
+		return t.doc
+	}
+	return FormatValue(t.Default)
+}
 
 func (t durTunable) apply(s Source, o *hotlist.Options) error {
 	v, err := t.Lookup(s)

@@ -16,7 +16,8 @@ func (m mapSource) IsSet(k string) bool { _, ok := m[k]; return ok }
 func (m mapSource) Get(k string) any    { return m[k] }
 
 // Nothing set: the hot-list's own defaults, so serve without a config file
-// behaves as hotlist.Options{} does.
+// behaves as hotlist.Options{} does; the fixed ones stay zero for
+// hotlist.Options' defaults.
 func TestHotlistOptionsDefaults(t *testing.T) {
 	t.Parallel()
 	o, err := HotlistOptions(mapSource{})
@@ -25,7 +26,8 @@ func TestHotlistOptionsDefaults(t *testing.T) {
 	}
 	if o.Shards != hotlist.DefaultShards || o.Width != hotlist.DefaultWidth || o.ReseedInterval != hotlist.DefaultReseedInterval ||
 		o.SweepInterval != hotlist.DefaultSweepInterval || o.DisableSweep || o.StrandedAfter != 0 || o.TracePrefix != "" ||
-		o.HintSetMax != hotlist.DefaultHintSetMax || o.LogInterval != hotlist.DefaultLogInterval || o.TopN != hotlist.DefaultTopN {
+		o.HintSetMax != hotlist.DefaultHintSetMax || o.LogInterval != hotlist.DefaultLogInterval ||
+		o.TopN != 0 || o.WakeTick != 0 { // fixed: hotlist's withDefaults fills them
 		t.Fatalf("defaults: %+v", o)
 	}
 }
@@ -37,15 +39,15 @@ func TestHotlistOptionsValues(t *testing.T) {
 	o, err := HotlistOptions(mapSource{
 		"hotlist-width": "wide", "hotlist-shards": 3, "hotlist-reseed-page-size": "500",
 		"hotlist-reseed-interval": "0", "hotlist-sweep-interval": 0, "hotlist-empty-grace": "0s",
-		"hotlist-log-interval": "2m", "hotlist-park-max": 250 * time.Millisecond, "hotlist-trace": "orders.",
-		"hotlist-stranded-after": "45s",
+		"hotlist-log-interval": "2m", "hotlist-hint-set-max": 1000, "hotlist-trace": "orders.",
+		"hotlist-reseed-concurrency": "3",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Width != hotlist.WidthWide || o.Shards != 3 || o.ReseedPageSize != 500 || o.ReseedInterval >= 0 ||
 		o.SweepInterval >= 0 || !o.DisableSweep || o.EmptyGrace >= 0 || o.LogInterval != 2*time.Minute ||
-		o.ParkMax != 250*time.Millisecond || o.TracePrefix != "orders." || o.StrandedAfter != 45*time.Second {
+		o.HintSetMax != 1000 || o.TracePrefix != "orders." || o.ReseedConcurrency != 3 {
 		t.Fatalf("values: %+v", o)
 	}
 }
@@ -63,8 +65,8 @@ func TestHotlistOptionsRejects(t *testing.T) {
 		{mapSource{"hotlist-shards": "eight"}, "PGQUE_HOTLIST_SHARDS"},
 		{mapSource{"hotlist-reseed-interval": 30}, "hotlist-reseed-interval"}, // no unit
 		{mapSource{"hotlist-reseed-interval": "10ms"}, "hotlist-reseed-interval must be at least 1s"},
-		{mapSource{"hotlist-leased-slack": "-1s"}, "hotlist-leased-slack must not be negative"},
-		{mapSource{"hotlist-revisit-min": "2s", "hotlist-revisit-max": "1s"}, "hotlist-revisit-max (1s) must be at least hotlist-revisit-min (2s)"},
+		{mapSource{"hotlist-empty-grace": "-1s"}, "hotlist-empty-grace must not be negative"},
+		{mapSource{"hotlist-wake-tick": "5ms"}, "hotlist-wake-tick is no longer a setting: the hot-list uses 5ms"},
 	} {
 		if _, err := HotlistOptions(tc.src); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error containing %q", tc.src, err, tc.want)
@@ -76,7 +78,7 @@ func TestHotlistOptionsRejects(t *testing.T) {
 func TestHotlistKeysUnique(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
-	for _, k := range Hotlist {
+	for _, k := range append(append([]Tunable(nil), Hotlist...), HotlistFixed...) {
 		if seen[k.Name()] || !strings.HasPrefix(k.Name(), "hotlist-") || k.Help() == "" {
 			t.Errorf("key %q: duplicate, not hotlist-…, or no help", k.Name())
 		}

@@ -37,12 +37,31 @@ to set instead.
 | key | environment | default | what it does |
 |---|---|---|---|
 `)
-	for _, t := range Hotlist {
+	row := func(t Tunable) {
 		def := t.DefaultText()
-		if def == "" {
-			def = `""`
+		switch {
+		case def == "":
+			def = "`\"\"`"
+		case !strings.Contains(def, " "):
+			def = "`" + def + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | `%s` | %s |\n", t.Name(), t.Env(), def, strings.ReplaceAll(t.Help(), "|", `\|`))
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", t.Name(), t.Env(), def, strings.ReplaceAll(t.Help(), "|", `\|`))
+	}
+	for _, t := range Hotlist {
+		row(t)
+	}
+	b.WriteString(`
+## Fixed
+
+These were flags too, but no user has a reason to turn them: the hot-list
+uses the values below. Setting one (flag, config file or environment) stops
+serve with an error naming it: remove the setting.
+
+| former key | environment | fixed at | what it is |
+|---|---|---|---|
+`)
+	for _, t := range HotlistFixed {
+		row(t)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

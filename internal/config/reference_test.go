@@ -39,7 +39,8 @@ func TestHotlistDefaultsHaveOneHome(t *testing.T) {
 		def        *regexp.Regexp // the default, in the spellings docs use
 	}
 	var rules []rule
-	for _, tn := range Hotlist {
+	all := append(append([]Tunable(nil), Hotlist...), HotlistFixed...)
+	for _, tn := range all {
 		spellings := defaultSpellings(tn)
 		if len(spellings) == 0 {
 			continue // "" and 0s: too common to say anything
@@ -83,7 +84,7 @@ func TestHotlistDefaultsHaveOneHome(t *testing.T) {
 				}
 			}
 			if isMD {
-				for _, tn := range Hotlist {
+				for _, tn := range all {
 					if strings.Contains(line, "--"+tn.Name()) {
 						copies = append(copies, fmt.Sprintf("%s:%d: names the removed flag --%s (now the config-file key %s)", rel, n, tn.Name(), tn.Name()))
 					}
