@@ -28,7 +28,7 @@ func newServeCmd(a *app) *cobra.Command {
 so Queen's client libraries work against it unchanged: push to (queue,
 partition), pop with leases per partition (per-key order), ack, consumer
 groups (fan-out), dead letters, transactions. Routes, options, auth and
-metrics: docs/broker.md.
+metrics: docs/reference/http.md.
 
 Every request is one database call; a long-poll pop (wait=true) holds no
 database connection while it waits. After a push commits, the broker ticks
@@ -41,7 +41,8 @@ in-memory hot-list (--hotlist, default true): PostgreSQL is asked only about
 the partitions it believes hot, so an idle partition costs nothing per pop;
 a reseed scan every --hotlist-reseed-interval catches whatever it missed.
 --hotlist=false asks PostgreSQL for candidates on every pop (the SQL scan).
-The --hotlist-* knobs and the log line: docs/broker.md ("The hot-list").
+How it works and its log line: docs/design/hotlist.md; its tunables:
+docs/reference/hotlist-config.md.
 
 Consumer groups start where Queen's do: a group whose first pop names no
 subscriptionMode reads every retained message; subscriptionMode=new (or
@@ -69,7 +70,7 @@ Limits: requests are read within --read-header-timeout / --read-timeout
 (a slow body is cut), bodies in flight share --body-budget (503 with
 Retry-After past it), a push holds at most --push-max-items items (413),
 and open connections stay below the open-file limit (--max-connections):
-docs/broker.md ("Limits").
+docs/reference/http.md ("Limits").
 
 SIGTERM / Ctrl-C drains: no new connections, waiting pops answer 204,
 requests in flight finish (up to --drain-timeout), then the pool closes.`,

@@ -10,7 +10,7 @@ import (
 
 // addHotlistFlags declares serve's hot-list switch and knobs (each also
 // PGQUE_HOTLIST_… in the environment and hotlist-… in the config file).
-// Defaults are hotlist.Options' (docs/hotlist.md, docs/broker.md).
+// Defaults are hotlist.Options' (docs/reference/hotlist-config.md).
 func addHotlistFlags(f *pflag.FlagSet) {
 	f.Bool("hotlist", true, "answer wildcard pops from the in-memory hot-list; false: the SQL candidate scan on every pop")
 	f.Int("hotlist-shards", 8, "hot-list: sub-rings per (queue, group) ring")

@@ -25,7 +25,7 @@ type realClock struct{}
 func (realClock) Now() time.Time { return time.Now() }
 
 // Options are every knob of the hot-list. Zero values take the defaults
-// documented on each field (and in docs/hotlist.md).
+// documented on each field (and in docs/reference/hotlist-config.md).
 type Options struct {
 	// Shards is the number of sub-rings per ring (index % Shards). Default 8.
 	Shards int
