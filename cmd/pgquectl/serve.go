@@ -28,7 +28,7 @@ func newServeCmd(a *app) *cobra.Command {
 so Queen's client libraries work against it unchanged: push to (queue,
 partition), pop with leases per partition (per-key order), ack, consumer
 groups (fan-out), dead letters, transactions. Routes, options, auth and
-metrics: docs/broker.md.
+metrics: docs/reference/http.md.
 
 Every request is one database call; a long-poll pop (wait=true) holds no
 database connection while it waits. After a push commits, the broker ticks
@@ -43,7 +43,7 @@ a periodic reseed scan catches whatever it missed. --hotlist=false asks
 PostgreSQL for candidates on every pop (the SQL scan). The hot-list's
 tunables are config-file keys (hotlist-…, or PGQUE_HOTLIST_… in the
 environment), not flags: docs/reference/hotlist-config.md lists them with
-their defaults; the log line: docs/broker.md ("The hot-list").
+their defaults; how it works and its log line: docs/design/hotlist.md.
 
 Consumer groups start where Queen's do: a group whose first pop names no
 subscriptionMode reads every retained message; subscriptionMode=new (or
@@ -58,20 +58,21 @@ claim "role" (or "roles") is read-only, write-only, read-write or admin, and
 "tenant" scopes queue names. /health, /status and /metrics/prometheus stay
 open.
 
-Ticking: besides the broker-driven tick after each push, serve runs the
-ticker daemon as a standby (--standby-ticker, default true): while the
+Ticking: consumer groups need no ticks (a pop closes its range at its own
+snapshot, so a committed push is poppable at once); classic PgQ-style
+consumers read batches between ticks. serve runs the ticker daemon as a
+standby for them (--standby-ticker, default true): while the
 pg_cron ticker_loop (or a "pgquectl tick --run" daemon) is alive it only
 watches that loop's lock; when the loop is gone (backend killed, PostgreSQL
 restarted, pg_cron absent) it starts ticking within about a second, and hands
-back when the loop returns. So events committed by producers outside the
-broker, or by a broker that died before its tick, become poppable without
-pg_cron. Several brokers elect one ticking standby among themselves.
+back when the loop returns, so classic consumers keep getting batches
+without pg_cron. Several brokers elect one ticking standby among themselves.
 
 Limits: requests are read within --read-header-timeout / --read-timeout
 (a slow body is cut), bodies in flight share --body-budget (503 with
 Retry-After past it), a push holds at most --push-max-items items (413),
 and open connections stay below the open-file limit (--max-connections):
-docs/broker.md ("Limits").
+docs/reference/http.md ("Limits").
 
 SIGTERM / Ctrl-C drains: no new connections, waiting pops answer 204,
 requests in flight finish (up to --drain-timeout), then the pool closes.`,

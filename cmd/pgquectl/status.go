@@ -49,7 +49,8 @@ bloat (dead tuples of the event, tick, subscription and cursor tables against
 their bounds), WAL (bytes/s over --sample, the share ticking accounts for),
 the xmin horizon (sessions, prepared transactions, replication slots),
 pg_cron (our jobs, failures, staleness) or the ticker daemon's leader, and
-PostgreSQL's NOTIFY queue. docs/status.md lists every check and threshold.
+PostgreSQL's NOTIFY queue. docs/reference/status.md lists every check and
+threshold.
 
 A non-superuser needs pg_monitor (and pgque_reader, and USAGE on schema cron
 in the pg_cron database); a section the role cannot read says which grant

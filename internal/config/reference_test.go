@@ -19,12 +19,6 @@ import (
 // repoRoot is the repository, seen from this package's directory.
 const repoRoot = "../.."
 
-// pendingDocsSplit are the docs that still hold the hand-written hot-list
-// tables this session's docs split removes (the "docs" helper moves their
-// content and links HotlistReferencePath instead). Delete this list once
-// that split is merged: the test then guards every doc.
-var pendingDocsSplit = map[string]bool{"docs/broker.md": true, "docs/hotlist.md": true}
-
 // Every hot-list default is written once, in internal/hotlist/options.go;
 // the reference table is generated from it. A doc, help text or Go file
 // that names a tunable (its key, its flag or its Options field) on the same
@@ -67,7 +61,7 @@ func TestHotlistDefaultsHaveOneHome(t *testing.T) {
 		// Dated results record what was true when they were measured.
 		isMD := strings.HasSuffix(rel, ".md") && !(strings.HasPrefix(rel, "bench/") && strings.Contains(rel, "/results/"))
 		isGo := strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go")
-		if !(isMD && rel != HotlistReferencePath && !pendingDocsSplit[rel]) && !(isGo && !skipGo[rel]) {
+		if !(isMD && rel != HotlistReferencePath) && !(isGo && !skipGo[rel]) {
 			return nil
 		}
 		f, err := os.Open(path)

@@ -13,7 +13,7 @@
 // set-based pop-list over them and checks the verdicts back in; it reports
 // marks (pushes, commits, dead-letter moves), acks, seeks and group deletes;
 // and it implements Reseeder (the SQL reseed) and PeerTransport (LISTEN /
-// NOTIFY between brokers of one database). See docs/hotlist.md.
+// NOTIFY between brokers of one database). See docs/design/hotlist.md.
 package hotlist
 
 import (

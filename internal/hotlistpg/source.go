@@ -3,7 +3,7 @@
 // hot-list, runs one pgque.pop_list call over them and checks them back in
 // by verdict; the SQL reseeder (pgque.group_reseed); and the peer
 // transport that carries dirty hints between brokers of one database over
-// LISTEN / NOTIFY. See docs/hotlist.md.
+// LISTEN / NOTIFY. See docs/design/hotlist.md.
 package hotlistpg
 
 import (

@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 )
 
-// Resource limits of the HTTP server (docs/broker.md "Limits").
+// Resource limits of the HTTP server (docs/reference/http.md "Limits").
 const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds reading a whole request (headers and

@@ -17,7 +17,7 @@ import (
 
 // SchemaVersion is the version of the JSON report's layout (the
 // "schema_version" field): raised when a field is removed, renamed or
-// changes meaning; adding fields does not raise it. docs/status.md
+// changes meaning; adding fields does not raise it. docs/reference/status.md
 // describes version 1.
 const SchemaVersion = 1
 

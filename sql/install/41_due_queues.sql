@@ -5,7 +5,7 @@
 -- the event sequence is read with pg_sequence_last_value (no write) and the
 -- latest tick by index, so checking idle queues costs no WAL.
 --
--- The property the rules keep (docs/engine.md, "Visibility and re-ticks"):
+-- The property the rules keep (docs/design/engine.md, "Visibility and re-ticks"):
 -- every committed event is in some batch within one tick period (classic
 -- thresholds: ticker_max_lag) of its commit, whatever else runs in the
 -- cluster - and a queue with nothing new is not ticked before its idle
