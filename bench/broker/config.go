@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 )
@@ -83,9 +84,15 @@ type Config struct {
 	Cells []string
 	// KeepCluster leaves the cluster running at the end.
 	KeepCluster bool
+	// ServePprof runs every serve with --pprof and records its CPU profile
+	// during each latency cell (<OutDir>/<cell>-serve.pprof); ClientPprof
+	// records the load client's (<OutDir>/<cell>-client.pprof).
+	ServePprof, ClientPprof bool
 	// Command is the command line, for the report.
 	Command []string
 	Log     *slog.Logger
+	// Stderr receives the load clients' errors.
+	Stderr io.Writer
 }
 
 func quickParams() Params {
