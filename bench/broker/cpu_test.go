@@ -40,7 +40,7 @@ func TestReadCPUCountsAClusterAndItsReapedChildren(t *testing.T) {
 		t.Errorf("machine busy %.3f, want in (0, 1]", u.MachineBusy)
 	}
 	c := &Cell{Pushed: 1000, CPU: u}
-	if got := cpuCols(c); strings.Count(got, " | ") != 5 || !strings.HasSuffix(got, "%") {
+	if got := cpuCols(c); strings.Count(got, " | ") != 6 || !strings.HasSuffix(got, "| —") {
 		t.Errorf("cpuCols: %q", got)
 	}
 	if cpuCols(&Cell{Pushed: 5}) != "" {

@@ -297,8 +297,8 @@ func renderReport(res *Results) string {
 	for _, c := range res.Cells {
 		if cols := cpuCols(c); cols != "" {
 			if cpuRows == 0 {
-				w("\n## CPU per message\n\nThe cell's CPU time (user + system, from `/proc`) by process, in ms per message pushed: **PostgreSQL** = the bench cluster's postmaster and all its backends (live, and those that exited during the cell); **serve** = the `pgquectl serve` process(es); **ticker** = the `pgquectl tick --run` daemon; **client** = the load client: in the latency cells a process of its own doing only the cell's pushes, pops and acks (GOMAXPROCS=1), in the other cells this harness; **all** = their sum. Machine busy = all CPUs of the machine, steal included (other work too).\n\n")
-				w("| cell | messages | all ms/msg | PostgreSQL ms/msg | serve ms/msg | ticker ms/msg | client ms/msg | machine busy |\n|---|---|---|---|---|---|---|---|\n")
+				w("\n## CPU per message\n\nThe cell's CPU time (user + system, from `/proc`) by process, in ms per message pushed: **PostgreSQL** = the bench cluster's postmaster and all its backends (live, and those that exited during the cell); **serve** = the `pgquectl serve` process(es); **ticker** = the `pgquectl tick --run` daemon; **client** = the load client: in the latency cells a process of its own doing only the cell's pushes, pops and acks (GOMAXPROCS=1), in the other cells this harness; **all** = their sum. Machine busy = all CPUs of the machine, steal included (other work too). Harness = this harness's own process while a load client ran (readings, profiles; not in all).\n\n")
+				w("| cell | messages | all ms/msg | PostgreSQL ms/msg | serve ms/msg | ticker ms/msg | client ms/msg | machine busy | harness ms/msg |\n|---|---|---|---|---|---|---|---|---|\n")
 			}
 			cpuRows++
 			w("| %s | %d | %s |\n", c.Name, c.Pushed, cols)
