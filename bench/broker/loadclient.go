@@ -548,6 +548,9 @@ func startLoadClient(ctx context.Context, spec loadSpec, stderr io.Writer) (*loa
 	}
 	cmd := exec.Command(exe, loadClientArg)
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	if stderr == nil {
+		stderr = os.Stderr
+	}
 	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
