@@ -22,9 +22,8 @@ import (
 // started again with loadClientArg, one process per cell. Its CPU time is
 // then the client's alone (the harness's own work - pg_stat_statements,
 // CHECKPOINT, /proc readings, profiles - is in another account), and it
-// runs with GOMAXPROCS=1: a Queen client in JavaScript is one event loop
-// on one thread, and one Go thread parks and wakes once per event where
-// two hand goroutines to each other and wake each other's threads.
+// runs with GOMAXPROCS=1, as a Queen client in JavaScript runs one event
+// loop on one thread (its sockets: rawsock_linux.go).
 //
 // What it does is what Queen's clients do over HTTP: one POST
 // /api/v1/push per one-message push, sent on schedule (open loop) over

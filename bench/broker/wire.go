@@ -73,7 +73,8 @@ func dialConn(ctx context.Context, host string) (*httpConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &httpConn{host: host, c: c, br: bufio.NewReaderSize(c, 16<<10), bw: bufio.NewWriterSize(c, 16<<10)}, nil
+	s := newSockIO(c)
+	return &httpConn{host: host, c: c, br: bufio.NewReaderSize(s, 16<<10), bw: bufio.NewWriterSize(s, 16<<10)}, nil
 }
 
 func (h *httpConn) close() { _ = h.c.Close() }
