@@ -114,7 +114,7 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	p := r.p
 	cfg := r.e.cfg
 	spec := loadSpec{PushURL: pushURL, PopURL: popURL, Queue: "lat-" + c.Name, Rate: p.LatencyRate, Duration: p.LatencyDuration,
-		Partitions: p.LatencyPartitions, Consumers: p.LatencyConsumers, Drain: p.LatencyDrain}
+		Partitions: p.LatencyPartitions, Consumers: p.LatencyConsumers, Drain: p.LatencyDrain, TransactionIDs: cfg.TransactionIDs}
 	var profiles []string
 	if cfg.ClientPprof {
 		spec.CPUProfile = filepath.Join(cfg.OutDir, c.Name+"-client.pprof")

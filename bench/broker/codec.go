@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
@@ -11,12 +12,14 @@ import (
 // answers' decoding. The bodies are the JSON Queen's clients send.
 
 // pushItem is one item of POST /api/v1/push: its payload is
-// {"seq":Seq,"body":Body}.
+// {"seq":Seq,"body":Body}; TxID, when set, is a transactionId the client
+// chose ([16]byte{}: none, the broker uses the message id).
 type pushItem struct {
 	Queue     string
 	Partition string
 	Seq       int64
 	Body      string
+	TxID      [16]byte
 }
 
 // appendPushBody appends {"items":[{"queue":…,"partition":…,"payload":{"seq":…,"body":…}},…]}.
@@ -34,9 +37,38 @@ func appendPushBody(b []byte, items []pushItem) []byte {
 		b = strconv.AppendInt(b, it.Seq, 10)
 		b = append(b, `,"body":`...)
 		b = appendJSONString(b, it.Body)
-		b = append(b, "}}"...)
+		b = append(b, '}')
+		if it.TxID != ([16]byte{}) {
+			b = append(b, `,"transactionId":"`...)
+			b = appendUUID(b, it.TxID)
+			b = append(b, '"')
+		}
+		b = append(b, '}')
 	}
 	return append(b, "]}"...)
+}
+
+// newUUID4 returns a random (version 4) UUID from two random words, as
+// Queen's JS client generates a transactionId for every pushed item.
+func newUUID4(hi, lo uint64) [16]byte {
+	var u [16]byte
+	binary.BigEndian.PutUint64(u[:8], hi)
+	binary.BigEndian.PutUint64(u[8:], lo)
+	u[6] = u[6]&0x0f | 0x40 // version 4
+	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	return u
+}
+
+// appendUUID appends u as 8-4-4-4-12 lower-case hex.
+func appendUUID(b []byte, u [16]byte) []byte {
+	const hex = "0123456789abcdef"
+	for i, c := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hex[c>>4], hex[c&0xf])
+	}
+	return b
 }
 
 // appendAckBody appends the body of POST /api/v1/ack/batch acknowledging

@@ -30,6 +30,12 @@ func TestHandEncodedBodies(t *testing.T) {
 		t.Errorf("push body\n got %v\nwant %v", got, want)
 	}
 
+	u := newUUID4(0x0123456789abcdef, 0xfedcba9876543210)
+	raw := appendPushBody(nil, []pushItem{{Queue: "q", Partition: "p", Seq: 1, TxID: u}})
+	if want := `{"items":[{"queue":"q","partition":"p","payload":{"seq":1,"body":""},"transactionId":"01234567-89ab-4def-bedc-ba9876543210"}]}`; string(raw) != want {
+		t.Errorf("push body with a transactionId\n got %s\nwant %s", raw, want)
+	}
+
 	msgs := []message{{TransactionID: odd, PartitionID: "p1", LeaseID: "l1"}, {TransactionID: "t2"}}
 	for _, group := range []string{"", "g\"1"} {
 		if err := json.Unmarshal(appendAckBody(nil, group, msgs), &got); err != nil {

@@ -88,6 +88,9 @@ type Config struct {
 	// during each latency cell (<OutDir>/<cell>-serve.pprof); ClientPprof
 	// records the load client's (<OutDir>/<cell>-client.pprof).
 	ServePprof, ClientPprof bool
+	// TransactionIDs makes the latency cells' producer send a random
+	// transactionId with every item, as Queen's JS client does.
+	TransactionIDs bool
 	// Command is the command line, for the report.
 	Command []string
 	Log     *slog.Logger

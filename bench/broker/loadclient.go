@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,6 +61,10 @@ type loadSpec struct {
 	// CPUProfile, when set, receives the client's CPU profile from "go"
 	// to "done".
 	CPUProfile string `json:"cpu_profile,omitempty"`
+	// TransactionIDs: every pushed item carries a random UUID as its
+	// transactionId, as Queen's JS client sends (the broker then checks it
+	// against its dedup records).
+	TransactionIDs bool `json:"transaction_ids,omitempty"`
 }
 
 // loadResult is what it measured (the Cell fields of a latency cell).
@@ -302,6 +308,12 @@ func (l *loadRun) produce(ctx context.Context) time.Duration {
 func (l *loadRun) pushWorker(ctx context.Context, first int, jobs <-chan int) {
 	var h *httpConn
 	var body []byte
+	var rnd *rand.ChaCha8
+	if l.spec.TransactionIDs {
+		var seed [32]byte
+		_, _ = crand.Read(seed[:])
+		rnd = rand.NewChaCha8(seed)
+	}
 	push := func(i int) {
 		if h == nil {
 			var err error
@@ -311,6 +323,9 @@ func (l *loadRun) pushWorker(ctx context.Context, first int, jobs <-chan int) {
 			}
 		}
 		items := [1]pushItem{{Queue: l.spec.Queue, Partition: l.partitions[i%len(l.partitions)], Seq: int64(i), Body: payloadBody}}
+		if rnd != nil {
+			items[0].TxID = newUUID4(rnd.Uint64(), rnd.Uint64())
+		}
 		body = appendPushBody(body[:0], items[:])
 		t0 := time.Now()
 		l.sent[i].Store(t0.UnixNano())
@@ -454,6 +469,9 @@ func (l *loadRun) warmUp(ctx context.Context) error {
 	}
 	defer h.close()
 	items := [1]pushItem{{Queue: l.spec.Queue, Partition: l.partitions[0], Seq: -1}}
+	if l.spec.TransactionIDs {
+		items[0].TxID = newUUID4(rand.Uint64(), rand.Uint64())
+	}
 	a, _, err := h.do(http.MethodPost, "/api/v1/push", appendPushBody(nil, items[:]))
 	if err == nil {
 		_, err = pushAnswer(a)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -34,6 +35,7 @@ type fakeBroker struct {
 	pending []fakeMsg
 	leased  map[string]fakeMsg // by transactionId
 	next    int
+	txIDs   map[string]bool
 	pushes  int // POST /api/v1/push requests
 	items   int // items in them
 	pops    int
@@ -49,7 +51,7 @@ type fakeMsg struct {
 }
 
 func newFakeBroker(t *testing.T) *fakeBroker {
-	f := &fakeBroker{t: t, leased: map[string]fakeMsg{}}
+	f := &fakeBroker{t: t, leased: map[string]fakeMsg{}, txIDs: map[string]bool{}}
 	f.cond = sync.NewCond(&f.mu)
 	return f
 }
@@ -69,6 +71,7 @@ func (f *fakeBroker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				Queue     string          `json:"queue"`
 				Partition string          `json:"partition"`
 				Payload   json.RawMessage `json:"payload"`
+				TxID      string          `json:"transactionId"`
 			} `json:"items"`
 		}
 		if err := json.Unmarshal(raw, &req); err != nil || len(req.Items) != 1 || r.Header.Get("Content-Type") != "application/json" {
@@ -79,6 +82,10 @@ func (f *fakeBroker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.pushes++
 		f.items += len(req.Items)
 		it := req.Items[0]
+		if !uuidRE.MatchString(it.TxID) || f.txIDs[it.TxID] {
+			f.violation("push transactionId %q: want a fresh UUID v4", it.TxID)
+		}
+		f.txIDs[it.TxID] = true
 		f.next++
 		f.pending = append(f.pending, fakeMsg{TransactionID: "tx" + strconv.Itoa(f.next), PartitionID: "pid-" + it.Partition, Data: it.Payload})
 		f.cond.Broadcast()
@@ -142,17 +149,21 @@ func (f *fakeBroker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
 // TestLoadClientIsAQueenClient runs the latency cell's load client as a
 // process (the test binary, see TestMain) against a fake broker, through
 // the parent's protocol: every message is pushed in a request of its own,
 // popped by a long-polling wildcard pop and acked with its lease before
 // the next pop; latencies are recorded for each, none lost or duplicated.
+// With TransactionIDs every item carries a fresh UUID, as Queen's JS
+// client sends.
 func TestLoadClientIsAQueenClient(t *testing.T) {
 	f := newFakeBroker(t)
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	spec := loadSpec{PushURL: srv.URL, PopURL: srv.URL, Queue: "q", Rate: 500, Duration: 400 * time.Millisecond,
-		Partitions: 3, Consumers: 2, Drain: 2 * time.Second}
+		Partitions: 3, Consumers: 2, Drain: 2 * time.Second, TransactionIDs: true}
 	ctx := context.Background()
 	lc, err := startLoadClient(ctx, spec, os.Stderr)
 	if err != nil {

@@ -168,6 +168,11 @@ func renderReport(res *Results) string {
 	}
 	w("| hot-list switch | %s |\n", hl)
 	w("| scheduled ticking | %s |\n", tickerText(res.Ticker))
+	txText := "no (the broker keys each message by its id)"
+	if res.TransactionIDs {
+		txText = "yes: a random UUID per item, as Queen's JS client sends (`--transaction-ids`)"
+	}
+	w("| latency producer's transactionIds | %s |\n", txText)
 	w("| duration | %s |\n\n", res.Finished.Sub(res.Started).Round(time.Second))
 	// Judged on the load before the run: the load at the end counts this
 	// benchmark's own processes (64 consumers in its last cells), and how

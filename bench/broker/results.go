@@ -141,6 +141,7 @@ type Results struct {
 	Params         Params            `json:"params"`
 	ServeFlags     []string          `json:"serve_flags"`
 	Ticker         string            `json:"ticker"`
+	TransactionIDs bool              `json:"transaction_ids,omitempty"`
 	HotlistSwitch  bool              `json:"hotlist_switch_available"`
 	Settings       map[string]string `json:"cluster_settings"`
 	Started        time.Time         `json:"started"`
