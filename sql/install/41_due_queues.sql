@@ -24,15 +24,27 @@
 -- Rules:
 --  * forced, or only the creation tick exists -> due;
 --  * the last tick is ticker_idle_period old -> due;
---  * with a tick period (queue's, else the installation's): something new
---    and the last tick lies in an earlier period slot (epoch-aligned);
+--  * with a tick period (queue's, else the installation's) and a classic
+--    consumer (a pgque.subscription row: subscribe/receive/ack, who read
+--    batches between ticks): something new and the last tick lies in an
+--    earlier period slot (epoch-aligned);
+--  * with a tick period and no classic consumer (consumer groups only, or
+--    nobody): the classic thresholds below for new ids and waited-for
+--    producers (no back-off), and never twice in one period slot. Consumer
+--    groups need no ticks (a claim closes its range at its own snapshot),
+--    so such a queue is not ticked at the fast rate: its ticks are the
+--    slow ones that keep get_queue_info's ticker lag and ev_new bounded
+--    (ticker_max_lag, ticker_max_count) and its tick history (group_expire)
+--    going. A consumer that subscribes makes the next check use the period
+--    again (the subscription is read on every check);
 --  * classic (no period): new ids -> due at ticker_max_count of them or at
 --    ticker_max_lag; a waited-for producer committed -> due at
 --    ticker_max_lag; nothing new -> due when the lag is >= max_lag/2 and
 --    >= twice the previous gap (PgQ's back-off).
 -- Paused queues and queues with an external ticker are never due.
 -- Locks: RowExclusiveLock on the event sequences (pg_sequence_last_value
--- takes it; no conflict with producers); has_events_since's reads.
+-- takes it; no conflict with producers); AccessShareLock on the
+-- subscription children; has_events_since's reads.
 -- Called by: ticker(), ticker(queue).
 -- quiet: the queue's latest tick L waited for nobody (no tick_wait, no
 -- tick_wait_probe) and the event sequence has not moved since L: no
@@ -62,6 +74,7 @@ BEGIN
         SELECT (SELECT value::int FROM pgque.settings WHERE name = 'tick_period_ms') AS default_period
     ), q AS (
         SELECT q.*, coalesce(q.queue_tick_period_ms, cfg.default_period) AS period_ms,
+               EXISTS (SELECT 1 FROM pgque.subscription s WHERE s.sub_queue = q.queue_id) AS classic,
                coalesce(pg_sequence_last_value(q.queue_event_seq), 0) AS cur_seq,
                l.tick_id AS last_id, l.tick_time AS last_time, l.tick_event_seq AS last_seq,
                l.tick_snapshot AS last_snap, l.tick_wait AS last_wait, l.tick_wait_probe AS last_probe
@@ -102,6 +115,15 @@ BEGIN
              WHEN r.period_ms IS NOT NULL THEN
                   CASE WHEN floor(extract(epoch FROM now()) * 1000 / r.period_ms)
                             <= floor(extract(epoch FROM r.last_time) * 1000 / r.period_ms) THEN false
+                       -- no classic consumer: the classic thresholds
+                       WHEN NOT r.classic THEN
+                            CASE WHEN r.new_ids THEN
+                                      r.cur_seq - r.last_seq >= r.queue_ticker_max_count
+                                   OR now() - r.last_time >= r.queue_ticker_max_lag
+                                 WHEN now() - r.last_time >= r.queue_ticker_max_lag THEN
+                                      r.waited OR (r.last_probe AND pgque.has_events_since(r.queue_id, r.last_snap))
+                                 ELSE false
+                            END
                        WHEN r.new_ids OR r.waited THEN true
                        WHEN r.last_probe THEN pgque.has_events_since(r.queue_id, r.last_snap)
                        ELSE false
