@@ -25,7 +25,7 @@
 --  * forced, or only the creation tick exists -> due;
 --  * the last tick is ticker_idle_period old -> due;
 --  * with a tick period (queue's, else the installation's) and a classic
---    consumer (a pgque.subscription row: subscribe/receive/ack, who read
+--    consumer (a pgque.subscription row: subscribe/receive/ack; they read
 --    batches between ticks): something new and the last tick lies in an
 --    earlier period slot (epoch-aligned);
 --  * with a tick period and no classic consumer (consumer groups only, or
@@ -74,7 +74,6 @@ BEGIN
         SELECT (SELECT value::int FROM pgque.settings WHERE name = 'tick_period_ms') AS default_period
     ), q AS (
         SELECT q.*, coalesce(q.queue_tick_period_ms, cfg.default_period) AS period_ms,
-               EXISTS (SELECT 1 FROM pgque.subscription s WHERE s.sub_queue = q.queue_id) AS classic,
                coalesce(pg_sequence_last_value(q.queue_event_seq), 0) AS cur_seq,
                l.tick_id AS last_id, l.tick_time AS last_time, l.tick_event_seq AS last_seq,
                l.tick_snapshot AS last_snap, l.tick_wait AS last_wait, l.tick_wait_probe AS last_probe
@@ -115,8 +114,11 @@ BEGIN
              WHEN r.period_ms IS NOT NULL THEN
                   CASE WHEN floor(extract(epoch FROM now()) * 1000 / r.period_ms)
                             <= floor(extract(epoch FROM r.last_time) * 1000 / r.period_ms) THEN false
-                       -- no classic consumer: the classic thresholds
-                       WHEN NOT r.classic THEN
+                       WHEN NOT (r.new_ids OR r.waited OR r.last_probe) THEN false
+                       -- no classic consumer: the classic thresholds (the
+                       -- subscriptions are read only here: something new,
+                       -- in a later slot)
+                       WHEN NOT EXISTS (SELECT 1 FROM pgque.subscription s WHERE s.sub_queue = r.queue_id) THEN
                             CASE WHEN r.new_ids THEN
                                       r.cur_seq - r.last_seq >= r.queue_ticker_max_count
                                    OR now() - r.last_time >= r.queue_ticker_max_lag
