@@ -402,6 +402,7 @@ func TestDrainRetryEventsIgnoresPlantedFunctions(t *testing.T) {
 func TestStrandOtherTickerIsNotAProducer(t *testing.T) {
 	e := strandQueue(t)
 	e.exec(`SELECT pgque.create_queue('q2')`)
+	e.exec(`SELECT pgque.subscribe('q2', 'c')`) // a classic consumer: the 10 ms period applies
 	e.exec(`SELECT pgque.ticker()`)
 	e.exec(`SELECT pgque.send('q2', 'y'::text)`)
 	nextSlot()
