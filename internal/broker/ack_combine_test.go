@@ -499,3 +499,4 @@ func TestAckCombinerAnswersAsSequential(t *testing.T) {
 		t.Errorf("cursor combined: %s; one by one: %s", x, y)
 	}
 }
+
