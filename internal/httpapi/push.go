@@ -94,7 +94,8 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 		name, _ := clientName(r, p.Queue)
 		out[i] = pushResult{Index: p.Index, MessageID: p.MessageID, TransactionID: p.TransactionID, QueueName: name, Status: p.Status}
 	}
-	writeJSON(w, http.StatusCreated, out)
+	writeEncoded(w, http.StatusCreated, func(b []byte) ([]byte, bool) { return appendPushResults(b, out), true },
+		func() any { return out })
 	return nil
 }
 

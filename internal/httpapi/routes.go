@@ -163,7 +163,9 @@ func (s *Server) wrap(rt route) http.Handler {
 		if w.status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "route", rt.pattern,
-			"status", w.status, "bytes", w.bytes, "duration_ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+		if s.log.Enabled(r.Context(), level) { // (its arguments allocate even when it logs nothing)
+			s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "route", rt.pattern,
+				"status", w.status, "bytes", w.bytes, "duration_ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+		}
 	})
 }
