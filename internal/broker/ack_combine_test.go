@@ -499,4 +499,3 @@ func TestAckCombinerAnswersAsSequential(t *testing.T) {
 		t.Errorf("cursor combined: %s; one by one: %s", x, y)
 	}
 }
-
