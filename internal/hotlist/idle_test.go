@@ -328,3 +328,32 @@ func TestWakeLoopLaterEntryDoesNotKick(t *testing.T) {
 	got := waitWake(t, wake, "the first lease end")
 	wokenAfter(t, got, first, time.Second, "")
 }
+
+// (h) A long-poll subscribing to a queue others already wait on, while
+// the loop naps for that queue's wheel entry, does not kick the loop (the
+// first gate's kick made the loop read the queue's wheel); the entry
+// still wakes both gates when due.
+func TestWakeLoopSecondGateDoesNotKick(t *testing.T) {
+	h, park, wake := parkedGate(t, time.Millisecond)
+	until := time.Now().Add(900 * time.Millisecond)
+	park(until)
+	for r := h.st.wakeLoop.rounds.Load(); ; { // the park's kick taken: the loop naps
+		time.Sleep(20 * time.Millisecond)
+		n := h.st.wakeLoop.rounds.Load()
+		if n == r {
+			break
+		}
+		r = n
+	}
+	before := h.st.wakeLoop.rounds.Load()
+	wake2, unsub := h.Subscribe(Key("t", "q"))
+	defer unsub()
+	time.Sleep(200 * time.Millisecond)
+	if time.Now().Before(until) {
+		if n := h.st.wakeLoop.rounds.Load() - before; n != 0 {
+			t.Fatalf("a second gate ran %d wake rounds before the entry was due", n)
+		}
+	}
+	wokenAfter(t, waitWake(t, wake, "first gate"), until, time.Second, "")
+	wokenAfter(t, waitWake(t, wake2, "second gate"), until, time.Second, "")
+}
