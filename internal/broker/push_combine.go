@@ -42,6 +42,9 @@ type Combiner struct {
 	timeout     time.Duration
 
 	notify Notify
+	// routes lets a call of one queue's items without transactionId skip
+	// pgque.push (pushRoutes).
+	routes pushRoutes
 
 	mu      sync.Mutex
 	waiting []*pushCall
@@ -271,7 +274,13 @@ func retryAlone(err error) bool {
 func (c *Combiner) call(items []Item) ([]PushResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	res, err := PushNotify(ctx, c.db, items, c.notify)
+	res, ok, err := c.routes.pushDirect(ctx, c.db, items, c.notify)
+	if !ok && err == nil {
+		res, err = PushNotify(ctx, c.db, items, c.notify)
+		if err == nil {
+			c.routes.learn(ctx, c.db, items)
+		}
+	}
 	if err == nil && len(res) != len(items) {
 		return nil, fmt.Errorf("push: %d results for %d items (a bug: report it)", len(res), len(items))
 	}
