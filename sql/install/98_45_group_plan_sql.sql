@@ -669,9 +669,11 @@ BEGIN
     -- cached (pgque.ack_route): when the queue $5 is still this id with
     -- this current table, the queue's group_ack_fast for this table ($1
     -- the items' transactionIds, $2 group, $3 partition, $4 lease id or
-    -- NULL); otherwise, or when that returns nothing (not its case:
-    -- nothing was written), no row, and the broker acks through
-    -- pgque.group_ack, which answers every case.
+    -- NULL), whose rows are group_ack's; no row when that is not its case
+    -- (nothing was written). Otherwise (a stale route: the queue dropped
+    -- or recreated, its tables switched) one row with idx -1 and nothing
+    -- written. Either way the broker then acks through pgque.group_ack,
+    -- which answers every case.
     fn_kind := 'ack_direct';
     fn_args := 'text[], int, int, uuid, text';
     fn_result := 'TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, '
@@ -679,6 +681,7 @@ BEGIN
     fn_volatility := 'VOLATILE SECURITY DEFINER';
     fn_body := format($sql$BEGIN
         IF NOT EXISTS (SELECT 1 FROM pgque.queue q WHERE q.queue_id = %1$s AND q.queue_cur_table = %2$s AND q.queue_name = $5) THEN
+            RETURN QUERY SELECT -1, NULL::text, false, 'stale route'::text, false, false, false, $5, $3, false;
             RETURN;
         END IF;
         RETURN QUERY SELECT * FROM pgque.%3$I($1, %1$s, $2, $3, $4, $5);
