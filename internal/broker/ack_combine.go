@@ -43,6 +43,11 @@ import (
 // transaction runs gets the context's error, and its acks may be applied
 // anyway (acking again is a noop then).
 //
+// A transaction of one (tenant scope, group) statement whose acks are
+// group_ack's fast-path shape goes to the queue's ack_direct when its
+// route is cached (ackRoutes), and to pgque.group_ack in a transaction of
+// its own when ack_direct does not answer (it then wrote nothing).
+//
 // The statements of a transaction run in (group, tenant) order, each
 // group_ack locking its cursors in key order: two combined transactions
 // lock in one order and never deadlock each other.

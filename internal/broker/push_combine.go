@@ -20,6 +20,9 @@ import (
 // At low rates a push runs alone at once; at 1,000 single-item pushes a
 // second it shares its call and commit with whatever arrived during the
 // previous one, so the database does a fraction of the per-call work.
+// A call of one queue's items without transactionId whose route is
+// cached goes to the queue's push_direct instead of pgque.push (one
+// INSERT; pushRoutes), falling back to pgque.push when the route is stale.
 //
 // Every push keeps its own outcome: results are indexed within the push,
 // and when a combined call fails in a statement (bad input in one push, a
