@@ -174,3 +174,49 @@ func TestAckDirectStaleAfterRotation(t *testing.T) {
 		t.Fatalf("%d leases left", n)
 	}
 }
+
+// A consumer group deleted (with its metadata) and made again by the next
+// pop has a new id: the cached route names the old one, ack_direct writes
+// nothing and says so, the ack goes through pgque.group_ack (answered as
+// usual), and the route is looked up again.
+func TestAckDirectGroupRecreated(t *testing.T) {
+	e := setup(t)
+	pool, err := pgxpool.New(ctxT(t), e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c := broker.NewAckCombiner(pool, 1, 0, 30*time.Second)
+	round := func(from int) {
+		t.Helper()
+		e.pushN("q", "p", from, 1)
+		e.tick("q")
+		m := e.pop(broker.Pop{Queue: "q", Group: "g", Batch: 1, SubscriptionMode: "all"}, "p").Messages
+		if len(m) != 1 {
+			t.Fatalf("pop after %d: %d messages", from, len(m))
+		}
+		res, err := c.Ack(ctxT(t), broker.AnyTenant, []broker.AckPart{{Group: "g", Acks: []broker.Ack{ackOf(m[0], "")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := res[0][0]; !r.Success || r.Noop || !r.LeaseReleased {
+			t.Fatalf("ack after %d: %+v", from, r)
+		}
+	}
+	round(0)
+	round(1)
+	if d := c.Stats().Direct; d != 1 {
+		t.Fatalf("ack_direct statements %d, want 1", d)
+	}
+	if _, err := broker.DeleteGroup(ctxT(t), e.conn, "g", "", true); err != nil {
+		t.Fatal(err)
+	}
+	round(2) // the group made again: a new id, the route stale
+	if d := c.Stats().Direct; d != 1 {
+		t.Fatalf("after the group was made again: ack_direct statements %d, want still 1", d)
+	}
+	round(3)
+	if d := c.Stats().Direct; d != 2 {
+		t.Fatalf("route looked up again: ack_direct statements %d, want 2", d)
+	}
+}

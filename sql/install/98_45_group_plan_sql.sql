@@ -672,7 +672,8 @@ BEGIN
     -- NULL), whose rows are group_ack's; no row when that is not its case
     -- (nothing was written). Otherwise (a stale route: the queue dropped
     -- or recreated, its tables switched) one row with idx -1 and nothing
-    -- written. Either way the broker then acks through pgque.group_ack,
+    -- written; so too when the group $2 is gone (deleted, maybe made again
+    -- under a new id). Either way the broker then acks through pgque.group_ack,
     -- which answers every case.
     fn_kind := 'ack_direct';
     fn_args := 'text[], int, int, uuid, text';
@@ -680,7 +681,8 @@ BEGIN
                  'noop boolean, queue_name text, partition_id int, redeliver boolean)';
     fn_volatility := 'VOLATILE SECURITY DEFINER';
     fn_body := format($sql$BEGIN
-        IF NOT EXISTS (SELECT 1 FROM pgque.queue q WHERE q.queue_id = %1$s AND q.queue_cur_table = %2$s AND q.queue_name = $5) THEN
+        IF NOT EXISTS (SELECT 1 FROM pgque.queue q WHERE q.queue_id = %1$s AND q.queue_cur_table = %2$s AND q.queue_name = $5)
+           OR NOT EXISTS (SELECT 1 FROM pgque.broker_group g WHERE g.grp_id = $2) THEN
             RETURN QUERY SELECT -1, NULL::text, false, 'stale route'::text, false, false, false, $5, $3, false;
             RETURN;
         END IF;
