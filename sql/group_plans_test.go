@@ -19,7 +19,11 @@ import (
 
 // planKinds are the statement kinds pgque.group_plan_sql generates a
 // function for, per queue and current event table.
-var planKinds = []string{"pop_list", "pop_list_w", "group_ack", "group_ack_below", "group_ack_fast", "group_pending", "group_advance_idle", "push_fresh", "push_dedup"}
+var planKinds = []string{"pop_list", "pop_list_w", "group_ack", "group_ack_below", "group_ack_fast", "group_pending", "group_advance_idle", "push_fresh", "push_dedup", "push_direct", "ack_direct"}
+
+// directKinds are the generated kinds the broker calls itself: SECURITY
+// DEFINER, search_path their only setting, executable by one pgque role.
+var directKinds = map[string]string{"push_direct": "pgque_writer", "ack_direct": "pgque_reader"}
 
 // generated lists the generated read functions of queue id (name order).
 func (e *engine) generated(queueID int64) []string {
@@ -48,9 +52,11 @@ func wantGenerated(queueID int64) []string {
 }
 
 // TestGroupPlansLifecycle: create_queue generates the queue's read
-// functions (5 kinds x 3 event tables), owned by the engine's owner, not
+// functions (planKinds x 3 event tables), owned by the engine's owner, not
 // SECURITY DEFINER, pinned search_path and plan cache mode, executable by
-// nobody else (not the pgque roles either); a re-install regenerates them
+// nobody else (not the pgque roles either) but the direct kinds
+// (directKinds: SECURITY DEFINER, only search_path set, executable by
+// their role); a re-install regenerates them
 // for a queue that lacks them (a queue made by an older engine) and drops
 // strays; drop_queue drops them.
 func TestGroupPlansLifecycle(t *testing.T) {
@@ -63,17 +69,32 @@ func TestGroupPlansLifecycle(t *testing.T) {
 	}
 	if n := e.int64(`SELECT count(*) FROM pg_proc p
 	    WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ ('_q' || $1::int || '_t[0-9]+$')
+	      AND p.proname !~ '^(push|ack)_direct_'
 	      AND NOT p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
 	      AND p.proowner = (SELECT proowner FROM pg_proc WHERE oid = 'pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz)'::regprocedure)
 	      AND p.proconfig = ARRAY['jit=off', 'enable_bitmapscan=off', 'enable_seqscan=off', 'enable_sort=off', 'enable_incremental_sort=off', 'plan_cache_mode=force_generic_plan', 'search_path=pg_catalog, pgque, pg_temp']
-	      AND p.prosrc NOT LIKE '%EXECUTE%'`, id); n != int64(len(want)) {
-		t.Errorf("%d of %d generated functions are owned by the engine owner, static PL/pgSQL, not SECURITY DEFINER, with the pinned settings", n, len(want))
+	      AND p.prosrc NOT LIKE '%EXECUTE%'`, id); n != int64(len(want)-3*len(directKinds)) {
+		t.Errorf("%d of %d generated functions are owned by the engine owner, static PL/pgSQL, not SECURITY DEFINER, with the pinned settings", n, len(want)-3*len(directKinds))
+	}
+	if n := e.int64(`SELECT count(*) FROM pg_proc p
+	    WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ ('^(push|ack)_direct_q' || $1::int || '_t[0-9]+$')
+	      AND p.prosecdef AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
+	      AND p.proowner = (SELECT proowner FROM pg_proc WHERE oid = 'pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz)'::regprocedure)
+	      AND p.proconfig = ARRAY['search_path=pg_catalog, pgque, pg_temp']
+	      AND p.prosrc NOT LIKE '%EXECUTE%'`, id); n != int64(3*len(directKinds)) {
+		t.Errorf("%d of %d direct generated functions are owned by the engine owner, static PL/pgSQL, SECURITY DEFINER, with search_path their only setting", n, 3*len(directKinds))
 	}
 	for _, role := range []string{"public", "pgque_reader", "pgque_writer", "pgque_admin"} {
+		var wantN int64
+		for _, r := range directKinds {
+			if r == role || role == "pgque_admin" { // admin is a member of both
+				wantN += 3
+			}
+		}
 		if n := e.int64(`SELECT count(*) FROM pg_proc p
 		    WHERE p.pronamespace = 'pgque'::regnamespace AND p.proname ~ ('_q' || $1::int || '_t[0-9]+$')
-		      AND has_function_privilege($2, p.oid, 'EXECUTE')`, id, role); n != 0 {
-			t.Errorf("%s may execute %d generated functions, want 0", role, n)
+		      AND has_function_privilege($2, p.oid, 'EXECUTE')`, id, role); n != wantN {
+			t.Errorf("%s may execute %d generated functions, want %d (the direct kinds its role may call)", role, n, wantN)
 		}
 	}
 	// A reader (the role the broker pops as) cannot call one directly.

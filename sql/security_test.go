@@ -1072,12 +1072,14 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	// Broker: partitions and consumer groups (push creates queue bq).
 	call(t, wr, `SELECT count(*) FROM pgque.push(ARRAY['bq', 'bq', 'bq'], ARRAY['p1', 'p2', 'p1'],
 	             ARRAY['{"x": 1}', '{"x": 2}', '{"x": 3}']::jsonb[], ARRAY['t1', NULL, 't3'])`)
+	call(t, wr, `SELECT count(*) FROM pgque.push_route('bq', ARRAY['p1', NULL])`)
 	call(t, ad, `SELECT pgque.force_next_tick('bq')`)
 	call(t, ad, `SELECT pgque.ticker('bq')`)
 	call(t, ad, `SELECT pgque.configure_queue('bq', 'ns', 'task', '{"leaseTime": 30, "retryLimit": 0, "retentionEnabled": true, "retentionSeconds": 3600}'::jsonb)`)
 	call(t, ad, `SELECT pgque.broker_options('{"leaseTime": 30}'::jsonb)`)
 	call(t, rd, `SELECT count(*) FROM pgque.pop_list('bq', 'g1', ARRAY[1, 2], 10, 2)`)
 	call(t, rd, `SELECT count(*) FROM pgque.pop_partition('bq', 'p1', 'g3', 10)`)
+	call(t, rd, `SELECT count(*) FROM pgque.ack_route('g1', '00000000-0000-4000-8000-000000000000', NULL)`)
 	call(t, rd, `SELECT count(*) FROM pgque.pop_by_label('ns', 'task', 'g4', 10)`)
 	call(t, rd, `SELECT count(*) FROM pgque.group_reseed('bq', 'g1')`)
 	call(t, rd, `WITH p AS (SELECT * FROM pgque.pop_any('bq', 'g2', 10, 4, NULL, false, 'all') WHERE message_id IS NOT NULL)

@@ -43,6 +43,11 @@ import (
 // transaction runs gets the context's error, and its acks may be applied
 // anyway (acking again is a noop then).
 //
+// A transaction of one (tenant scope, group) statement whose acks are
+// group_ack's fast-path shape goes to the queue's ack_direct when its
+// route is cached (ackRoutes), and to pgque.group_ack in a transaction of
+// its own when ack_direct does not answer (it then wrote nothing).
+//
 // The statements of a transaction run in (group, tenant) order, each
 // group_ack locking its cursors in key order: two combined transactions
 // lock in one order and never deadlock each other.
@@ -57,6 +62,10 @@ type AckCombiner struct {
 	running int
 
 	txns, requests, statements atomic.Int64
+
+	// routes lets a transaction of one (scope, group) whose acks are
+	// group_ack's fast path skip pgque.group_ack (ackRoutes).
+	routes ackRoutes
 }
 
 // BatchQuerier sends a pgx batch (a pool, a connection, a transaction).
@@ -223,11 +232,12 @@ type AckCombinerStats struct {
 	Transactions int64 // transactions run (commits, or rollbacks)
 	Statements   int64 // pgque.group_ack calls in them
 	Requests     int64 // requests they answered (a request run again alone counts again)
+	Direct       int64 // statements answered by ack_direct instead of pgque.group_ack
 }
 
 // Stats is what the combiner did so far.
 func (c *AckCombiner) Stats() AckCombinerStats {
-	return AckCombinerStats{Transactions: c.txns.Load(), Statements: c.statements.Load(), Requests: c.requests.Load()}
+	return AckCombinerStats{Transactions: c.txns.Load(), Statements: c.statements.Load(), Requests: c.requests.Load(), Direct: c.routes.acked.Load()}
 }
 
 // lead runs one combined transaction holding a slot: ac first, then the
@@ -373,6 +383,26 @@ func (c *AckCombiner) call(batch []*ackCall) error {
 	c.requests.Add(int64(len(batch)))
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
+	// One statement (one scope and group): ack_direct when its route is
+	// cached and its acks are the fast path's shape; it writes nothing
+	// when it does not answer (then group_ack below does, in a transaction
+	// of its own, as if ack_direct had not run). With several statements
+	// the transaction stays one (a fallback could not join it).
+	var learn *ackRouteKey
+	if len(stmts) == 1 {
+		st := stmts[0]
+		res, ok, err := c.routes.ackDirect(ctx, c.db, st.scope, st.group, st.acks)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.fill(stmts, [][]AckResult{res})
+			return nil
+		}
+		if k, shape := ackDirectShape(st.scope, st.group, st.acks); shape {
+			learn = &k
+		}
+	}
 	b := &pgx.Batch{}
 	for _, st := range stmts {
 		b.Queue(groupAckSQL, groupAckArgs(st.scope, st.group, st.acks)...)
@@ -392,6 +422,15 @@ func (c *AckCombiner) call(batch []*ackCall) error {
 	if err := br.Close(); err != nil {
 		return wrap("ack", err)
 	}
+	c.fill(stmts, results)
+	if learn != nil {
+		c.routes.learn(ctx, c.db, *learn)
+	}
+	return nil
+}
+
+// fill hands every request of stmts its results (results[i]: stmts[i]'s).
+func (c *AckCombiner) fill(stmts []*ackStmt, results [][]AckResult) {
 	for i, st := range stmts {
 		off := 0
 		for _, s := range st.parts {
@@ -404,7 +443,6 @@ func (c *AckCombiner) call(batch []*ackCall) error {
 			off += n
 		}
 	}
-	return nil
 }
 
 func boolInt(b bool) int {

@@ -20,6 +20,9 @@ import (
 // At low rates a push runs alone at once; at 1,000 single-item pushes a
 // second it shares its call and commit with whatever arrived during the
 // previous one, so the database does a fraction of the per-call work.
+// A call of one queue's items without transactionId whose route is
+// cached goes to the queue's push_direct instead of pgque.push (one
+// INSERT; pushRoutes), falling back to pgque.push when the route is stale.
 //
 // Every push keeps its own outcome: results are indexed within the push,
 // and when a combined call fails in a statement (bad input in one push, a
@@ -42,6 +45,9 @@ type Combiner struct {
 	timeout     time.Duration
 
 	notify Notify
+	// routes lets a call of one queue's items without transactionId skip
+	// pgque.push (pushRoutes).
+	routes pushRoutes
 
 	mu      sync.Mutex
 	waiting []*pushCall
@@ -271,7 +277,13 @@ func retryAlone(err error) bool {
 func (c *Combiner) call(items []Item) ([]PushResult, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	res, err := PushNotify(ctx, c.db, items, c.notify)
+	res, ok, err := c.routes.pushDirect(ctx, c.db, items, c.notify)
+	if !ok && err == nil {
+		res, err = PushNotify(ctx, c.db, items, c.notify)
+		if err == nil {
+			c.routes.learn(ctx, c.db, items)
+		}
+	}
 	if err == nil && len(res) != len(items) {
 		return nil, fmt.Errorf("push: %d results for %d items (a bug: report it)", len(res), len(items))
 	}

@@ -28,7 +28,12 @@
 -- 0-based in input order), push_dedup (the same with transactionIds: the
 -- repeats inside the push, the recorded duplicates inside the window $5,
 -- the INSERT of the fresh events and of their dedup rows, one statement;
--- push holds the dedup locks). Cursor rows
+-- push holds the dedup locks), push_direct (push_fresh's INSERT for the
+-- broker to call itself: SECURITY DEFINER, fn_volatility says so; it
+-- checks the queue row and the partition ids, and inserts nothing when
+-- the caller's cached route is stale), ack_direct (group_ack_fast for the
+-- broker to call itself, likewise: nothing when the route is stale).
+-- Cursor rows
 -- are looked up per named partition (a LATERAL probe of (queue, group,
 -- partition) each), never by scanning the group's cursors.
 -- Locks: none. Writes: nothing (it only builds texts). Called by: group_plans.
@@ -611,6 +616,78 @@ BEGIN
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_lo', 'l.gc_hi', 'l.gc_pos_txid', 'l.gc_pos', NULL, '1',
             '-l.gc_group', 'l.gc_from'),
             pgque.group_range_sql(i_queue_id, i_tables, 'l.gc_hi', '$2', NULL, NULL, NULL, '1', '-l.gc_group', 'l.gc_from')) || '; GET DIAGNOSTICS v_rows = ROW_COUNT; RETURN v_rows; END';
+    RETURN NEXT;
+
+    -- push_direct: the broker's push of items without transactionId into
+    -- one queue, called by the broker itself (no pgque.push around it:
+    -- SECURITY DEFINER, executable by pgque_writer; group_plans grants it)
+    -- with the queue id, current table and partition ids it cached
+    -- (pgque.push_route). The xid is taken first (a simple expression, no
+    -- query), so the INSERT's snapshot reads the queue row after it, as
+    -- insert_event does. Fails closed, inserting nothing and returning no
+    -- row, when what the caller cached is stale or its input is not that
+    -- shape: the queue $3 is not this id any more (dropped, recreated),
+    -- the current table is not this one (a switch), a partition id is not
+    -- one of the queue's (partitions stay while their queue exists: a
+    -- caller's bug), a payload is NULL, the arrays differ in length
+    -- or are empty. The caller then pushes through pgque.push (which
+    -- checks and answers everything) and looks the route up again.
+    -- Otherwise one INSERT ... RETURNING (ev_id from the column default,
+    -- drawn in input order) of each item's message id and partition id,
+    -- one row per item in input order (the INSERT returns its rows as it
+    -- inserts them, in its SELECT's order: unnest's, which only one-time
+    -- filters gate - every test is uncorrelated, no join may reorder it). A
+    -- REPEATABLE
+    -- READ / SERIALIZABLE caller gets check_insert_table's 40001 after a
+    -- switch its snapshot missed.
+    fn_kind := 'push_direct';
+    fn_args := 'int[], jsonb[], text';
+    fn_result := 'TABLE (message_id uuid, partition_id int)';
+    fn_volatility := 'VOLATILE SECURITY DEFINER';
+    fn_body := format($sql$DECLARE v_xid xid8; v_n bigint;
+    BEGIN
+        v_xid := pg_current_xact_id();  -- the xid first, then the queue row
+        RETURN QUERY
+        INSERT INTO %1$s (ev_type, ev_data, ev_partition)
+        SELECT 'default', u.d::text, u.p FROM unnest($1::int[], $2::jsonb[]) u(p, d)
+         WHERE EXISTS (SELECT 1 FROM pgque.queue q
+                        WHERE q.queue_id = %2$s AND q.queue_cur_table = %3$s AND q.queue_name = $3)
+           AND cardinality($1) = cardinality($2) AND array_position($2, NULL) IS NULL
+           AND NOT EXISTS (SELECT 1 FROM unnest($1::int[]) x
+                            WHERE NOT EXISTS (SELECT 1 FROM pgque.partition p WHERE p.part_queue = %2$s AND p.part_id = x))
+        RETURNING pgque.message_uuid(%2$s, ev_id, now()), ev_partition;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        IF v_n > 0 AND current_setting('transaction_isolation') <> 'read committed' THEN
+            PERFORM pgque.check_insert_table(%2$s, %3$s, (SELECT q.queue_ntables FROM pgque.queue q WHERE q.queue_id = %2$s));
+        END IF;
+    END$sql$, format('pgque.%I', 'event_' || i_queue_id || '_' || i_tables[1]), i_queue_id, i_tables[1]);
+    RETURN NEXT;
+
+    -- ack_direct: group_ack's fast path for the broker to call itself
+    -- (SECURITY DEFINER, executable by pgque_reader; group_plans grants
+    -- it) with the queue, partition and group ids and the current table it
+    -- cached (pgque.ack_route): when the queue $5 is still this id with
+    -- this current table, the queue's group_ack_fast for this table ($1
+    -- the items' transactionIds, $2 group, $3 partition, $4 lease id or
+    -- NULL), whose rows are group_ack's; no row when that is not its case
+    -- (nothing was written). Otherwise (a stale route: the queue dropped
+    -- or recreated, its tables switched) one row with idx -1 and nothing
+    -- written; so too when the group $2 is gone (deleted, maybe made again
+    -- under a new id). Either way the broker then acks through pgque.group_ack,
+    -- which answers every case.
+    fn_kind := 'ack_direct';
+    fn_args := 'text[], int, int, uuid, text';
+    fn_result := 'TABLE (idx int, transaction_id text, success boolean, error text, lease_released boolean, dlq boolean, '
+                 'noop boolean, queue_name text, partition_id int, redeliver boolean)';
+    fn_volatility := 'VOLATILE SECURITY DEFINER';
+    fn_body := format($sql$BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pgque.queue q WHERE q.queue_id = %1$s AND q.queue_cur_table = %2$s AND q.queue_name = $5)
+           OR NOT EXISTS (SELECT 1 FROM pgque.broker_group g WHERE g.grp_id = $2) THEN
+            RETURN QUERY SELECT -1, NULL::text, false, 'stale route'::text, false, false, false, $5, $3, false;
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT * FROM pgque.%3$I($1, %1$s, $2, $3, $4, $5);
+    END$sql$, i_queue_id, i_tables[1], 'group_ack_fast_q' || i_queue_id || '_t' || i_tables[1]);
     RETURN NEXT;
 END;
 $$;

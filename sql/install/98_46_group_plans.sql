@@ -26,7 +26,13 @@
 -- use_column. They are not SECURITY DEFINER and nobody but the owner (the
 -- engine's owner: this runs as it) may execute them (REVOKE ALL FROM
 -- PUBLIC): only the SECURITY DEFINER entry points (push, pop_list, group_ack,
--- group_pending, group_advance_idle) call them. A generated function names
+-- group_pending, group_advance_idle) call them. Except two kinds the broker
+-- calls itself: push_direct (EXECUTE granted to pgque_writer) and
+-- ack_direct (to pgque_reader), SECURITY DEFINER (their fn_volatility)
+-- with search_path their only SET (as every SECURITY DEFINER function:
+-- ack_direct's reads run in the group_ack_fast function it calls), which
+-- check their arguments against the queue, partition and cursor rows and
+-- change nothing when those do not match. A generated function names
 -- only the current and the previous event table: a plan locks every table
 -- it names when it runs, and the rotation must truncate the oldest one
 -- without waiting for pops. The number of event tables (queue_ntables) is
@@ -60,10 +66,13 @@ BEGIN
             FOR r IN SELECT * FROM pgque.group_plan_sql(i_queue_id,
                                                         ARRAY[v_c, (v_c + v_queue.queue_ntables - 1) % v_queue.queue_ntables]) LOOP
                 v_name := format('%s_q%s_t%s', r.fn_kind, i_queue_id, v_c);
-                v_sql := format('CREATE OR REPLACE FUNCTION pgque.%I(%s) RETURNS %s LANGUAGE plpgsql %s '
-                                'SET jit = off SET enable_bitmapscan = off SET enable_seqscan = off SET enable_sort = off SET enable_incremental_sort = off SET plan_cache_mode = force_generic_plan SET search_path = pg_catalog, pgque, pg_temp '
+                v_sql := format('CREATE OR REPLACE FUNCTION pgque.%I(%s) RETURNS %s LANGUAGE plpgsql %s %s'
+                                'SET search_path = pg_catalog, pgque, pg_temp '
                                 'AS %L',
                                 v_name, r.fn_args, r.fn_result, r.fn_volatility,
+                                CASE WHEN r.fn_volatility NOT LIKE '%SECURITY DEFINER%' THEN
+                                    'SET jit = off SET enable_bitmapscan = off SET enable_seqscan = off SET enable_sort = off SET enable_incremental_sort = off SET plan_cache_mode = force_generic_plan '
+                                ELSE '' END,
                                 E'#variable_conflict use_column\n' || r.fn_body);
                 BEGIN
                     EXECUTE v_sql;
@@ -73,6 +82,11 @@ BEGIN
                     EXECUTE v_sql;
                 END;
                 EXECUTE format('REVOKE ALL ON FUNCTION pgque.%I(%s) FROM PUBLIC', v_name, r.fn_args);
+                -- the two the broker calls itself (SECURITY DEFINER)
+                IF r.fn_kind IN ('push_direct', 'ack_direct') THEN
+                    EXECUTE format('GRANT EXECUTE ON FUNCTION pgque.%I(%s) TO %I', v_name, r.fn_args,
+                                   CASE r.fn_kind WHEN 'push_direct' THEN 'pgque_writer' ELSE 'pgque_reader' END);
+                END IF;
                 v_made := v_made || v_name;
                 v_oids := v_oids || to_regprocedure(format('pgque.%I(%s)', v_name, r.fn_args))::oid;
             END LOOP;

@@ -60,14 +60,14 @@ GRANT EXECUTE ON FUNCTION
     pgque.group_cursor_info(text)
 TO pgque_reader, pgque_writer;
 GRANT EXECUTE ON FUNCTION
-    pgque.push(text[], text[], jsonb[], text[])
+    pgque.push(text[], text[], jsonb[], text[]), pgque.push_route(text, text[])
 TO pgque_writer;
 GRANT EXECUTE ON FUNCTION
     pgque.pop_list(text, text, int[], int, int, int, boolean, text, timestamptz),
     pgque.pop_any(text, text, int, int, int, boolean, text, timestamptz),
     pgque.pop_by_label(text, text, text, int, int, int, boolean, text, timestamptz, text),
     pgque.pop_partition(text, text, text, int, int, int, boolean, text, timestamptz),
-    pgque.group_ack(text, text[], uuid[], text[], uuid[], text[], text),
+    pgque.group_ack(text, text[], uuid[], text[], uuid[], text[], text), pgque.ack_route(text, uuid, text),
     pgque.group_lease_extend(uuid, int, text),
     pgque.group_reseed(text, text, int, int),
     pgque.group_dlq_list(text, text, int, int, text)
