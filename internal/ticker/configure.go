@@ -216,7 +216,7 @@ func quoteLiteral(s string) string {
 
 // readState reads what the engine uses: the default period, every queue's
 // effective period (only queue when given), the rotation period.
-func readState(ctx context.Context, q cron.Querier, queue string) (State, error) {
+func readState(ctx context.Context, q db.Querier, queue string) (State, error) {
 	var st State
 	var def *int64
 	var pinned bool
