@@ -760,9 +760,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // retried with back-off. It returns nil on ctx's end.
 func Serve(ctx context.Context, c config.Connection, o Options, log *slog.Logger) error {
 	o.NoCron, o.DryRun = true, false
-	if err := ValidatePeriod(o.Period); err != nil {
-		return err
-	}
 	c.ApplicationName = AppName // unless the DSN sets one
 	cc, err := db.ParseConfig(c)
 	if err != nil {

@@ -48,7 +48,7 @@ GRANT EXECUTE ON FUNCTION
     pgque.rotate_metadata(),
     pgque.dlq_inspect(text, int), pgque.dlq_replay(bigint),
     pgque.dlq_replay_all(text), pgque.dlq_purge(text, interval),
-    pgque.get_setting(text), pgque.set_setting(text, text), pgque.set_tick_period_ms(int),
+    pgque.setting_spec(), pgque.get_setting(text), pgque.set_setting(text, text), pgque.set_tick_period_ms(int),
     pgque.cron_jobs(text), pgque.set_cron_version(text),
     pgque.start(), pgque.stop()
 TO pgque_admin;
