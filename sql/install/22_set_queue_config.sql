@@ -21,7 +21,7 @@ DECLARE
     v_max   int;
 BEGIN
     v_queue := pgque.find_queue(x_queue_name, 'raise_exception');
-    PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+    PERFORM pg_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id);
     BEGIN
         CASE v_param
             WHEN 'ticker_max_count' THEN
