@@ -32,6 +32,12 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/lint.sh
 
+# Docs: the generated CLI reference matches the command tree (else: run
+# go run ./scripts/gendocs), relative links in *.md resolve, README's map
+# matches the tree. Seconds, no database; the first leg runs them again.
+echo "== docs checks"
+go test -count=1 -run '^(TestCLIReference|TestMarkdownLinksResolve|TestReadmeMapMatchesTree)$' ./cmd/pgquectl/ ./docs/
+
 # pg_cron 1.6 (what managed providers run): a private PostgreSQL 15 tree built
 # from the third-party tarball, for the tests of the 1.5+ ticker handover.
 # Without the tarball pgcron16.sh prints nothing and those tests skip.

@@ -7,7 +7,7 @@ import (
 )
 
 // TestGroupAckRepeatAfterRangeMoved: an ack repeated after the next pop
-// moved the cursor to a new range is a noop success (docs/broker.md "The
+// moved the cursor to a new range is a noop success (docs/design/broker.md "The
 // cursor model", Ack: "the same ack twice is a noop the second time"),
 // whether the item is named by its message id or by a custom
 // transactionId, and whatever lease id it carries; an ack of an event

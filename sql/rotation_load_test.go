@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Dead-tuple bounds under a held xmin (docs/engine.md, "Tables and why they
+// Dead-tuple bounds under a held xmin (docs/design/engine.md, "Tables and why they
 // look that way"), measured exactly with pgstattuple.
 const (
 	maxDeadSubscription = 500

@@ -1,6 +1,6 @@
 package sql_test
 
-// Security tests (docs/engine.md, "Security"): a role that may create in
+// Security tests (docs/design/engine.md, "Security"): a role that may create in
 // public (or that created schema pgque) must never get the engine to run its
 // code, and the install must refuse a pgque schema it did not create.
 

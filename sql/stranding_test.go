@@ -3,7 +3,7 @@ package sql_test
 // Stranding: an event counted by a tick (ev_id <= tick_event_seq) but not
 // visible in that tick's snapshot is carried by the next tick that sees it.
 // The ticker must make that tick happen within a tick period of the
-// producer's commit (docs/engine.md, "Visibility and re-ticks"), not at the
+// producer's commit (docs/design/engine.md, "Visibility and re-ticks"), not at the
 // next idle tick (ticker_idle_period, 1 minute). Each test sets a 10 ms
 // period and counts ticker() calls (each in a later period slot) until the
 // event arrives; before the fix, each of them waited for the idle tick.
@@ -402,6 +402,7 @@ func TestDrainRetryEventsIgnoresPlantedFunctions(t *testing.T) {
 func TestStrandOtherTickerIsNotAProducer(t *testing.T) {
 	e := strandQueue(t)
 	e.exec(`SELECT pgque.create_queue('q2')`)
+	e.exec(`SELECT pgque.subscribe('q2', 'c')`) // a classic consumer: the 10 ms period applies
 	e.exec(`SELECT pgque.ticker()`)
 	e.exec(`SELECT pgque.send('q2', 'y'::text)`)
 	nextSlot()

@@ -25,6 +25,7 @@ func TestTickerLoopTicksCommitWithoutSubtransactions(t *testing.T) {
 	e.exec(`CREATE EXTENSION IF NOT EXISTS pg_walinspect`)
 	e.exec(`SELECT pg_create_physical_replication_slot('pgque_subxprobe_' || pg_backend_pid(), true, true)`)
 	e.exec(`SELECT pgque.create_queue('q')`)
+	e.exec(`SELECT pgque.subscribe('q', 'c')`) // a classic consumer: the 10 ms period applies
 	e.exec(`SELECT pgque.set_tick_period_ms(10)`)
 	// No rotation during the run: every tick the loop makes stays readable.
 	e.exec(`SELECT pgque.set_setting('meta_rotation_period_ms', '3600000')`)

@@ -105,14 +105,21 @@ func TestTickerLoopCommitsEachRound(t *testing.T) {
 
 func TestTickerPerQueuePeriodsAndIdleQueues(t *testing.T) {
 	e := setup(t)
-	for _, q := range []string{"fast", "slow", "idle"} {
+	for _, q := range []string{"fast", "slow", "idle", "groups"} {
 		e.exec(`SELECT pgque.create_queue($1)`, q)
 	}
+	// The periods apply to queues a classic consumer reads; "groups" has
+	// none (consumer groups need no ticks): it ticks by the classic
+	// thresholds (ticker_max_lag 3 s; ticker_max_count out of reach).
+	for _, q := range []string{"fast", "slow", "idle"} {
+		e.exec(`SELECT pgque.subscribe($1, 'c')`, q)
+	}
+	e.exec(`SELECT pgque.set_queue_config('groups', 'ticker_max_count', '100000')`)
 	e.exec(`SELECT pgque.set_tick_period_ms(10)`)
 	e.exec(`SELECT pgque.set_queue_config('slow', 'tick_period_ms', '250')`)
 	e.exec(`SELECT pgque.ticker()`) // the post-creation tick of every queue
 	base := map[string]int64{}
-	for _, q := range []string{"fast", "slow", "idle"} {
+	for _, q := range []string{"fast", "slow", "idle", "groups"} {
 		base[q] = e.int64(`SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = $1`, q)
 	}
 
@@ -123,7 +130,7 @@ func TestTickerPerQueuePeriodsAndIdleQueues(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for ctx.Err() == nil {
-			_, _ = producer.Exec(ctx, `SELECT pgque.send('fast', 'x'::text), pgque.send('slow', 'x'::text)`)
+			_, _ = producer.Exec(ctx, `SELECT pgque.send('fast', 'x'::text), pgque.send('slow', 'x'::text), pgque.send('groups', 'x'::text)`)
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
@@ -133,6 +140,7 @@ func TestTickerPerQueuePeriodsAndIdleQueues(t *testing.T) {
 	// Run the loop until the fast queue has had enough rounds to tell the
 	// periods apart (1.5 s on a quiet machine; a loaded CI machine may need
 	// longer: its rounds can take tens of milliseconds), at most 30 s.
+	began := time.Now()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		loopFor(t, e, 1500*time.Millisecond)
 		if f, s := count("fast"), count("slow"); (f >= 10 && f > 2*s) || time.Now().After(deadline) {
@@ -142,9 +150,14 @@ func TestTickerPerQueuePeriodsAndIdleQueues(t *testing.T) {
 	cancel()
 	wg.Wait()
 
-	fast, slow, idle := count("fast"), count("slow"), count("idle")
+	fast, slow, idle, groups := count("fast"), count("slow"), count("idle"), count("groups")
 	if idle != 0 {
 		t.Errorf("the idle queue got %d ticks", idle)
+	}
+	// At most one tick per ticker_max_lag (3 s) of the run.
+	if most := 1 + int64(time.Since(began)/(3*time.Second)); groups > most {
+		t.Errorf("the queue without a classic consumer got %d ticks in %s (fast: %d), want at most %d: ticked at the fast rate",
+			groups, time.Since(began).Round(time.Millisecond), fast, most)
 	}
 	if slow < 1 || fast <= 2*slow {
 		t.Errorf("ticks: fast (10 ms) %d, slow (250 ms) %d: periods not honoured", fast, slow)
@@ -162,6 +175,8 @@ func TestLockedQueueDoesNotStopOthers(t *testing.T) {
 	e := setup(t)
 	e.exec(`SELECT pgque.create_queue('a')`)
 	e.exec(`SELECT pgque.create_queue('b')`)
+	// classic consumers: the 1 ms period applies (due_queues)
+	e.exec(`SELECT pgque.subscribe('a', 'c'), pgque.subscribe('b', 'c')`)
 	e.exec(`SELECT pgque.set_tick_period_ms(1)`)
 	e.exec(`SELECT pgque.ticker()`)
 	lastTick := func(q int) int64 { return e.int64(`SELECT max(tick_id) FROM pgque.tick WHERE tick_queue = $1`, q) }

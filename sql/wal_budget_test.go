@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The WAL cost of sub-second ticking (docs/engine.md, "What ticks and
+// The WAL cost of sub-second ticking (docs/design/engine.md, "What ticks and
 // deliveries write"). The workload of bench/sub-second's WAL pair, made
 // deterministic: 8,000 events sent in producer transactions of 4
 // (send_batch), and after every tick a consumer receive (up to 10,000) and

@@ -16,7 +16,7 @@ import (
 )
 
 // A receive() delivery lives in the subscription's unlogged delivery
-// sequences, not in its row (docs/engine.md, "What ticks and deliveries
+// sequences, not in its row (docs/design/engine.md, "What ticks and deliveries
 // write"). These tests cover what that changes: REPEATABLE READ readers,
 // rolled-back receives, crash recovery, upgrades from an install that kept
 // the delivery in the row, and the sequences' life cycle.

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,14 +21,8 @@ type runner struct {
 	cells []string
 }
 
-// payload is what the producers push; Seq identifies a latency message.
-type payload struct {
-	Seq  int64  `json:"seq"`
-	Body string `json:"body"`
-}
-
 // body pads every payload to about 100 bytes of JSON.
-var body = strings.Repeat("x", 72)
+var payloadBody = strings.Repeat("x", 72)
 
 // loopStats are the counters of a set of consumers; recorded only while
 // measuring is set (warm-up pops are not counted).
@@ -40,20 +34,6 @@ type loopStats struct {
 	errors      atomic.Int64
 	mu          sync.Mutex
 	popMs       []float64
-	// steps: record the pops' Server-Timing and the acks' durations
-	// (latency cells) into stepMs.
-	steps  bool
-	stepMs map[string][]float64
-}
-
-// recordStep adds one duration (ms) of step name.
-func (s *loopStats) recordStep(name string, ms float64) {
-	s.mu.Lock()
-	if s.stepMs == nil {
-		s.stepMs = map[string][]float64{}
-	}
-	s.stepMs[name] = append(s.stepMs[name], ms)
-	s.mu.Unlock()
 }
 
 // recordPop counts a pop that started while measuring (counted is the
@@ -72,26 +52,20 @@ func (s *loopStats) recordPop(counted bool, ms float64, n int) {
 	s.mu.Unlock()
 }
 
-// consume runs one consumer until ctx ends: wildcard pop on queue, hand
-// the messages to onMsgs (with the time they arrived), ack them as
-// completed unless auto-acked. idle is the pause after an empty pop
-// (0 for long-polling consumers). ctx's end stops the loop, never a
-// request: a pop cut off after the broker leased a partition would leave
-// that partition leased into the next cell, so the last pop finishes and
-// its messages are acked.
-func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idle time.Duration, st *loopStats, onMsgs func(time.Time, []message)) {
+// consume runs one consumer until ctx ends: wildcard pop on queue, ack the
+// messages as completed unless auto-acked. idle is the pause after an
+// empty pop (0 for long-polling consumers). ctx's end stops the loop,
+// never a request: a pop cut off after the broker leased a partition
+// would leave that partition leased into the next cell, so the last pop
+// finishes and its messages are acked.
+func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idle time.Duration, st *loopStats) {
 	for ctx.Err() == nil {
 		t0 := time.Now()
 		counted := st.measuring.Load()
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		pctx, tm := withTiming(pctx)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reqTimeout)
 		msgs, err := r.c.pop(pctx, base, queue, o)
 		cancel()
 		at := time.Now()
-		if counted && st.steps && len(msgs) > 0 {
-			st.recordStep("pop_db", tm["db"])
-			st.recordStep("pop_park", tm["park"])
-		}
 		if err != nil {
 			if counted {
 				st.errors.Add(1)
@@ -99,23 +73,16 @@ func (r *runner) consume(ctx context.Context, base, queue string, o popOpts, idl
 			sleepCtx(ctx, 10*time.Millisecond)
 			continue
 		}
-		st.recordPop(counted, float64(at.Sub(t0))/float64(time.Millisecond), len(msgs))
+		st.recordPop(counted, msSub(at, t0), len(msgs))
 		if len(msgs) == 0 {
 			sleepCtx(ctx, idle)
 			continue
 		}
-		if onMsgs != nil {
-			onMsgs(at, msgs)
-		}
 		n := len(msgs)
 		if !o.autoAck {
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			a0 := time.Now()
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reqTimeout)
 			n, err = r.c.ack(actx, base, o.group, msgs)
 			cancel()
-			if counted && st.steps && err == nil {
-				st.recordStep("ack", float64(time.Since(a0))/float64(time.Millisecond))
-			}
 			if err != nil && counted {
 				st.errors.Add(1)
 			}
@@ -138,164 +105,64 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-func seqOf(m message) (int64, bool) {
-	var p payload
-	if err := json.Unmarshal(m.Data, &p); err != nil {
-		return 0, false
-	}
-	return p.Seq, true
-}
-
 // latencyCell: an open-loop producer pushes one message per request at
 // LatencyRate to pushURL; LatencyConsumers long-poll wildcard pops on
-// popURL and ack. Latency per message = pop received − push answered.
+// popURL and ack. Latency per message = pop received − push answered. The
+// load runs in a process of its own (loadclient.go), whose CPU is the
+// cell's client CPU.
 func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL string) error {
 	p := r.p
-	queue := "lat-" + c.Name
-	n := int(int64(p.LatencyRate) * int64(p.LatencyDuration) / int64(time.Second))
-	sent := make([]atomic.Int64, n)
-	acked := make([]atomic.Int64, n)
-	recv := make([]atomic.Int64, n)
-	var dups, warm atomic.Int64
-	st := &loopStats{steps: true}
-	cctx, stopConsumers := context.WithCancel(ctx)
-	defer stopConsumers()
-	var cwg sync.WaitGroup
-	// A pop may claim every partition the producer writes to: one pop then
-	// takes all that is pending (a consumer claiming one partition per pop
-	// serves ~partitions times fewer messages per round trip, and at 1k
-	// msg/s the backlog, not the broker, set the latency).
-	o := popOpts{batch: 100, partitions: p.LatencyPartitions, wait: true, timeout: time.Second}
-	for range p.LatencyConsumers {
-		cwg.Add(1)
-		go func() {
-			defer cwg.Done()
-			r.consume(cctx, popURL, queue, o, 0, st, func(at time.Time, msgs []message) {
-				ns := at.UnixNano()
-				for _, m := range msgs {
-					seq, ok := seqOf(m)
-					switch {
-					case !ok:
-					case seq < 0:
-						warm.Add(1)
-					case seq < int64(n):
-						if !recv[seq].CompareAndSwap(0, ns) {
-							dups.Add(1)
-						}
-					}
-				}
-			})
-		}()
+	cfg := r.e.cfg
+	spec := loadSpec{PushURL: pushURL, PopURL: popURL, Queue: "lat-" + c.Name, Rate: p.LatencyRate, Duration: p.LatencyDuration,
+		Partitions: p.LatencyPartitions, Consumers: p.LatencyConsumers, Drain: p.LatencyDrain, TransactionIDs: cfg.TransactionIDs}
+	var profiles []string
+	if cfg.ClientPprof {
+		spec.CPUProfile = filepath.Join(cfg.OutDir, c.Name+"-client.pprof")
+		profiles = append(profiles, filepath.Base(spec.CPUProfile))
 	}
-	defer cwg.Wait()
-	defer stopConsumers()
-	// Warm-up: the queue and the group exist and the consumers are parked.
-	if err := r.warmUp(ctx, pushURL, queue, &warm); err != nil {
+	lc, err := startLoadClient(ctx, spec, cfg.Stderr)
+	if err != nil {
 		return err
 	}
+	defer lc.stop()
+	r.e.clientPid = lc.pid()
+	defer func() { r.e.clientPid = 0 }()
 	snap, err := r.e.beginCell(ctx, true)
 	if err != nil {
 		return err
 	}
-	st.measuring.Store(true)
-	interval := time.Second / time.Duration(p.LatencyRate)
-	sem := make(chan struct{}, producerSlots)
-	var pwg sync.WaitGroup
-	var pushed, perrs, late atomic.Int64
-	var pmu sync.Mutex
-	var pushMs []float64
-	start := time.Now()
-	end := start.Add(p.LatencyDuration)
-	// The schedule ends at the cell's end even when the producer fell
-	// behind it (fewer than n pushes then).
-	for i := 0; i < n && ctx.Err() == nil && time.Now().Before(end); i++ {
-		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-			time.Sleep(d)
-		}
-		select {
-		case sem <- struct{}{}:
-		default:
-			late.Add(1) // producerSlots pushes in flight: the producer falls behind
-			sem <- struct{}{}
-		}
-		pwg.Add(1)
-		go func(i int) {
-			defer pwg.Done()
-			defer func() { <-sem }()
-			part := fmt.Sprintf("k%02d", i%p.LatencyPartitions)
-			t0 := time.Now()
-			sent[i].Store(t0.UnixNano())
-			tctx, tm := withTiming(ctx)
-			_, err := r.c.push(tctx, pushURL, []pushItem{{Queue: queue, Partition: part, Payload: payload{Seq: int64(i), Body: body}}})
-			t1 := time.Now()
-			if err != nil {
-				perrs.Add(1)
-				return
-			}
-			acked[i].Store(t1.UnixNano())
-			pushed.Add(1)
-			pmu.Lock()
-			pushMs = append(pushMs, float64(t1.Sub(t0))/float64(time.Millisecond))
-			pmu.Unlock()
-			st.recordStep("push_db", tm["db"])
-			st.recordStep("push_tick", tm["tick"])
-		}(i)
+	if err := lc.send("go"); err != nil {
+		return err
 	}
-	pwg.Wait()
-	elapsed := time.Since(start)
-	// Drain: wait (≤ LatencyDrain) until every answered push was popped.
-	for deadline := time.Now().Add(p.LatencyDrain); time.Now().Before(deadline) && ctx.Err() == nil; {
-		all := true
-		for i := range n {
-			if acked[i].Load() != 0 && recv[i].Load() == 0 {
-				all = false
-				break
-			}
-		}
-		if all {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	profDone := r.e.profileBrokers(ctx, c.Name, p.LatencyDuration)
+	if err := lc.expect("done"); err != nil {
+		return err
 	}
-	st.measuring.Store(false)
-	stopConsumers()
-	cwg.Wait()
 	if err := r.e.endCell(ctx, snap, c); err != nil {
 		return err
 	}
-	var lat, sendLat []float64
-	for i := range n {
-		a, s, rc := acked[i].Load(), sent[i].Load(), recv[i].Load()
-		if a == 0 {
-			continue
-		}
-		if rc == 0 {
-			c.Missing++
-			continue
-		}
-		d := float64(rc-a) / float64(time.Millisecond)
-		if d < 0 {
-			c.BeforeAck++
-			d = 0
-		}
-		lat = append(lat, d)
-		sendLat = append(sendLat, float64(rc-s)/float64(time.Millisecond))
+	res, err := lc.report()
+	if err != nil {
+		return err
 	}
-	c.Seconds = elapsed.Seconds()
-	c.Pushed, c.Consumed = pushed.Load(), st.consumed.Load()
-	c.PushRate = float64(c.Pushed) / elapsed.Seconds()
-	c.Latency, c.SendLatency = summarize(lat), summarize(sendLat)
-	c.PushRequest, c.PopRequest = summarize(pushMs), summarize(st.popMs)
-	c.Steps = map[string]*Dist{}
-	for name, ms := range st.stepMs {
-		c.Steps[name] = summarize(ms)
+	serveProfiles, perr := profDone()
+	if perr != nil {
+		c.Notes = append(c.Notes, "serve's CPU profile failed: "+perr.Error())
 	}
-	c.Pops, c.PopsWithMsg = st.pops.Load(), st.popsWithMsg.Load()
-	c.Errors = perrs.Load() + st.errors.Load()
-	c.Duplicates, c.Late = dups.Load(), late.Load()
+	profiles = append(serveProfiles, profiles...)
+	c.Seconds = res.Seconds
+	c.Pushed, c.Consumed = res.Pushed, res.Consumed
+	c.PushRate = float64(c.Pushed) / res.Seconds
+	c.Latency, c.SendLatency = res.Latency, res.SendLatency
+	c.PushRequest, c.PopRequest = res.PushRequest, res.PopRequest
+	c.Steps = res.Steps
+	c.Pops, c.PopsWithMsg = res.Pops, res.PopsWithMsg
+	c.Errors = res.Errors
+	c.Duplicates, c.Late, c.Missing, c.BeforeAck = res.Duplicates, res.Late, res.Missing, res.BeforeAck
+	c.Profiles = profiles
 	if c.Pushed > 0 {
 		c.WALPerPushed = float64(c.WALBytes) / float64(c.Pushed)
-		c.Notes = append(c.Notes, "WAL per message covers the push (one message per request), the broker's tick, the pop and the ack")
+		c.Notes = append(c.Notes, "WAL per message covers the push (one message per request), the pop and the ack")
 	}
 	if c.Missing > 0 {
 		c.Notes = append(c.Notes, fmt.Sprintf("%d answered pushes not popped within %s of the producer's end: the percentiles cover the popped ones only", c.Missing, p.LatencyDrain))
@@ -306,37 +173,11 @@ func (r *runner) latencyCell(ctx context.Context, c *Cell, pushURL, popURL strin
 	return nil
 }
 
-// producerSlots bounds the latency cells' pushes in flight. The producer
-// is open-loop: it must keep sending at its rate while the broker is slow
-// to answer (a push is answered after its queue's tick), or the cell
-// measures the producer's window instead of the broker. 4,096 slots hold
-// four seconds of answers at 1,000/s (256 held a quarter second: under load
-// the producer fell to ~250 msg/s and the cell ran at a quarter of its rate).
-const producerSlots = 4096
-
-// warmUp pushes one message with seq -1 and waits until a consumer saw it.
-func (r *runner) warmUp(ctx context.Context, base, queue string, seen *atomic.Int64) error {
-	before := seen.Load()
-	if _, err := r.c.push(ctx, base, []pushItem{{Queue: queue, Partition: "k00", Payload: payload{Seq: -1}}}); err != nil {
-		return fmt.Errorf("warm-up push: %w", err)
-	}
-	for deadline := time.Now().Add(15 * time.Second); seen.Load() == before; {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("warm-up: the consumers did not get the first message within 15 s")
-		}
-		sleepCtx(ctx, 5*time.Millisecond)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
 // pushCell: Pushers clients push PushBatch items per request over
 // PushPartitions partitions of one queue, as fast as answered.
 func (r *runner) pushCell(ctx context.Context, c *Cell, base, queue string) error {
 	p := r.p
-	if _, err := r.c.push(ctx, base, []pushItem{{Queue: queue, Partition: "p00", Payload: payload{Seq: -1}}}); err != nil {
+	if _, err := r.c.push(ctx, base, []pushItem{{Queue: queue, Partition: "p00", Seq: -1}}); err != nil {
 		return fmt.Errorf("warm-up push: %w", err)
 	}
 	snap, err := r.e.beginCell(ctx, true)
@@ -358,7 +199,7 @@ func (r *runner) pushCell(ctx context.Context, c *Cell, base, queue string) erro
 			for k := 0; dctx.Err() == nil; k++ {
 				for j := range items {
 					items[j] = pushItem{Queue: queue, Partition: fmt.Sprintf("p%02d", (w+k*p.PushBatch+j)%p.PushPartitions),
-						Payload: payload{Seq: int64(k*p.PushBatch + j), Body: body}}
+						Seq: int64(k*p.PushBatch + j), Body: payloadBody}
 				}
 				t0 := time.Now()
 				n, err := r.c.push(dctx, base, items)
@@ -410,7 +251,7 @@ func (r *runner) popAckCell(ctx context.Context, c *Cell, base, queue string, ba
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.consume(dctx, base, queue, o, 5*time.Millisecond, st, nil)
+			r.consume(dctx, base, queue, o, 5*time.Millisecond, st)
 		}()
 	}
 	// Stop when the backlog is consumed.
@@ -454,7 +295,7 @@ func (r *runner) seedPartitions(ctx context.Context, base, queue string, partiti
 		return err
 	}
 	for i := range partitions {
-		items = append(items, pushItem{Queue: queue, Partition: partName(i), Payload: payload{Seq: -1}})
+		items = append(items, pushItem{Queue: queue, Partition: partName(i), Seq: -1})
 		if len(items) == cap(items) {
 			if err := flush(); err != nil {
 				return fmt.Errorf("seeding %s: %w", queue, err)
@@ -508,7 +349,7 @@ func (r *runner) wildcardCell(ctx context.Context, c *Cell, base, queue string) 
 	o := popOpts{batch: 50}
 	for range p.HotConsumers {
 		wg.Add(1)
-		go func() { defer wg.Done(); r.consume(cctx, base, queue, o, 5*time.Millisecond, st, nil) }()
+		go func() { defer wg.Done(); r.consume(cctx, base, queue, o, 5*time.Millisecond, st) }()
 	}
 	var pushed, perrs atomic.Int64
 	wg.Add(1)
@@ -518,7 +359,7 @@ func (r *runner) wildcardCell(ctx context.Context, c *Cell, base, queue string) 
 		start := time.Now()
 		for i := 0; cctx.Err() == nil; i++ {
 			sleepCtx(cctx, time.Until(start.Add(time.Duration(i)*interval)))
-			_, err := r.c.push(cctx, base, []pushItem{{Queue: queue, Partition: hot[i%len(hot)], Payload: payload{Seq: int64(i), Body: body}}})
+			_, err := r.c.push(cctx, base, []pushItem{{Queue: queue, Partition: hot[i%len(hot)], Seq: int64(i), Body: payloadBody}})
 			switch {
 			case err != nil && cctx.Err() == nil:
 				perrs.Add(1)
@@ -566,7 +407,7 @@ func (r *runner) wildcardCell(ctx context.Context, c *Cell, base, queue string) 
 func (r *runner) prefill(ctx context.Context, base, queue string, n, partitions int) error {
 	items := make([]pushItem, 0, 1000)
 	for i := range n {
-		items = append(items, pushItem{Queue: queue, Partition: partName(i % partitions), Payload: payload{Seq: int64(i), Body: body}})
+		items = append(items, pushItem{Queue: queue, Partition: partName(i % partitions), Seq: int64(i), Body: payloadBody})
 		if len(items) == cap(items) || i == n-1 {
 			if _, err := r.c.push(ctx, base, items); err != nil {
 				return fmt.Errorf("prefilling %s: %w", queue, err)
@@ -597,7 +438,7 @@ func (r *runner) consumersCell(ctx context.Context, c *Cell, base, queue string)
 	o := popOpts{batch: p.ManyBatch, wait: true, timeout: time.Second}
 	for range p.ManyConsumers {
 		wg.Add(1)
-		go func() { defer wg.Done(); r.consume(dctx, base, queue, o, 0, st, nil) }()
+		go func() { defer wg.Done(); r.consume(dctx, base, queue, o, 0, st) }()
 	}
 	var pushed, perrs atomic.Int64
 	wg.Add(1)
@@ -609,7 +450,7 @@ func (r *runner) consumersCell(ctx context.Context, c *Cell, base, queue string)
 			sleepCtx(dctx, time.Until(start.Add(time.Duration(i)*10*time.Millisecond)))
 			batch := make([]pushItem, per)
 			for j := range batch {
-				batch[j] = pushItem{Queue: queue, Partition: partName(rnd.IntN(p.ManyPartitions)), Payload: payload{Seq: int64(i), Body: body}}
+				batch[j] = pushItem{Queue: queue, Partition: partName(rnd.IntN(p.ManyPartitions)), Seq: int64(i), Body: payloadBody}
 			}
 			n, err := r.c.push(dctx, base, batch)
 			if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 )
@@ -83,9 +84,18 @@ type Config struct {
 	Cells []string
 	// KeepCluster leaves the cluster running at the end.
 	KeepCluster bool
+	// ServePprof runs every serve with --pprof and records its CPU profile
+	// during each latency cell (<OutDir>/<cell>-serve.pprof); ClientPprof
+	// records the load client's (<OutDir>/<cell>-client.pprof).
+	ServePprof, ClientPprof bool
+	// TransactionIDs makes the latency cells' producer send a random
+	// transactionId with every item, as Queen's JS client does.
+	TransactionIDs bool
 	// Command is the command line, for the report.
 	Command []string
 	Log     *slog.Logger
+	// Stderr receives the load clients' errors.
+	Stderr io.Writer
 }
 
 func quickParams() Params {

@@ -11,7 +11,8 @@ import (
 // Where a cell's CPU went, by process group: the bench cluster's
 // PostgreSQL (the postmaster, its live children, and the children it has
 // reaped during the cell - their time moves to its cutime/cstime), the
-// brokers (pgquectl serve), the ticker daemon, this client, and the whole
+// brokers (pgquectl serve), the ticker daemon, the client (a latency
+// cell's load client process, else this harness), and the whole
 // machine (/proc/stat: busy and total time over all CPUs; steal counts as
 // busy, the host took it). With the latency targets missed by CPU
 // saturation on a 2-core machine, this is the number that says how far:
@@ -96,9 +97,9 @@ func machineTimes() (busy, total float64, ok bool) {
 	return busy / userHZ, total / userHZ, true
 }
 
-// readCPU takes a reading for the cluster in dataDir, the given broker and
-// ticker pids, and this process.
-func readCPU(dataDir string, brokers []int, ticker int) cpuSnap {
+// readCPU takes a reading for the cluster in dataDir and the given broker,
+// ticker and client pids.
+func readCPU(dataDir string, brokers []int, ticker, client int) cpuSnap {
 	s := cpuSnap{groups: map[string]float64{}}
 	busy, total, ok := machineTimes()
 	if !ok {
@@ -130,8 +131,15 @@ func readCPU(dataDir string, brokers []int, ticker int) cpuSnap {
 			s.groups["ticker"] += t
 		}
 	}
-	if t, _, ok := procTimes(os.Getpid(), false); ok {
+	if t, _, ok := procTimes(client, false); ok {
 		s.groups["client"] += t
+	}
+	if client != os.Getpid() {
+		// This harness, when the client is another process: recorded, not
+		// part of the system measured (cpuCols leaves it out of "all").
+		if t, _, ok := procTimes(os.Getpid(), false); ok {
+			s.groups["harness"] += t
+		}
 	}
 	return s
 }
@@ -148,17 +156,25 @@ func cpuBetween(a, b cpuSnap) *CPUUse {
 	return u
 }
 
-// cpuPerMsg renders a cell's CPU as ms per message by group, with the
-// machine's busy share ("" when not measured).
-func cpuPerMsg(c *Cell) string {
+// cpuCols renders a cell's CPU per message as table columns: all,
+// PostgreSQL, serve, the ticker daemon, the client (ms per message pushed),
+// the machine's busy share and the harness when the client was a process
+// of its own (not in all); "" when not measured.
+func cpuCols(c *Cell) string {
 	if c.CPU == nil || c.Pushed == 0 {
 		return ""
 	}
 	per := func(g string) float64 { return 1000 * c.CPU.Seconds[g] / float64(c.Pushed) }
 	all := 0.0
-	for _, v := range c.CPU.Seconds {
-		all += v
+	for g, v := range c.CPU.Seconds {
+		if g != "harness" {
+			all += v
+		}
 	}
-	return fmt.Sprintf("%.2f ms/msg (PostgreSQL %.2f, brokers %.2f, ticker %.2f, client %.2f); machine %.0f%% busy",
-		1000*all/float64(c.Pushed), per("postgres"), per("brokers"), per("ticker"), per("client"), 100*c.CPU.MachineBusy)
+	harness := "—"
+	if _, ok := c.CPU.Seconds["harness"]; ok {
+		harness = fmt.Sprintf("%.3f", per("harness"))
+	}
+	return fmt.Sprintf("%.3f | %.3f | %.3f | %.3f | %.3f | %.0f%% | %s",
+		1000*all/float64(c.Pushed), per("postgres"), per("brokers"), per("ticker"), per("client"), 100*c.CPU.MachineBusy, harness)
 }

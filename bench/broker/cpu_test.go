@@ -18,7 +18,7 @@ func TestReadCPUCountsAClusterAndItsReapedChildren(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(strconv.Itoa(os.Getpid())+"\n/data\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := readCPU(dir, nil, 0)
+	a := readCPU(dir, nil, 0, os.Getpid())
 	if !a.ok {
 		t.Skip("no /proc/stat here")
 	}
@@ -26,7 +26,7 @@ func TestReadCPUCountsAClusterAndItsReapedChildren(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("burning CPU in a child: %v %s", err, out)
 	}
-	b := readCPU(dir, nil, 0)
+	b := readCPU(dir, nil, 0, os.Getpid())
 	u := cpuBetween(a, b)
 	if u == nil {
 		t.Fatal("cpuBetween: nil")
@@ -40,10 +40,10 @@ func TestReadCPUCountsAClusterAndItsReapedChildren(t *testing.T) {
 		t.Errorf("machine busy %.3f, want in (0, 1]", u.MachineBusy)
 	}
 	c := &Cell{Pushed: 1000, CPU: u}
-	if got := cpuPerMsg(c); !strings.Contains(got, "ms/msg (PostgreSQL ") || !strings.Contains(got, "% busy") {
-		t.Errorf("cpuPerMsg: %q", got)
+	if got := cpuCols(c); strings.Count(got, " | ") != 6 || !strings.HasSuffix(got, "| —") {
+		t.Errorf("cpuCols: %q", got)
 	}
-	if cpuPerMsg(&Cell{Pushed: 5}) != "" {
+	if cpuCols(&Cell{Pushed: 5}) != "" {
 		t.Error("a cell without CPU readings rendered a CPU line")
 	}
 	if cpuBetween(cpuSnap{}, b) != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -64,17 +65,21 @@ type env struct {
 	dsn     string // the bench database, superuser
 	bin     string
 	hotlist bool // serve knows --hotlist
+	pprof   bool // serve knows --pprof
 	db      *pgx.Conn
 	brokers []*brokerProc
 	ticker  *brokerProc // the ticker daemon (--ticker daemon)
 	seq     int
+	// clientPid is the latency cell's load client while one runs (its CPU
+	// is the cell's client CPU); 0: this process is the client.
+	clientPid int
 }
 
 // Ticker modes (--ticker).
 const (
 	TickerDaemon = "daemon" // pgquectl tick --run --hz 100 beside the brokers
 	TickerCron   = "cron"   // pgquectl tick --hz 100: pg_cron jobs
-	TickerNone   = "none"   // only the brokers' own ticks after pushes
+	TickerNone   = "none"   // no scheduled ticking (no rotation, no ticks for classic consumers)
 )
 
 // startTicker starts the scheduled ticking the engine runs in production
@@ -158,6 +163,10 @@ func setupEnv(ctx context.Context, cfg Config) (*env, error) {
 		return nil, fmt.Errorf("%s serve --help: %w\n%s", e.bin, err, help)
 	}
 	e.hotlist = strings.Contains(string(help), "--hotlist")
+	e.pprof = strings.Contains(string(help), "--pprof")
+	if cfg.ServePprof && !e.pprof {
+		return nil, fmt.Errorf("--serve-pprof: %s serve has no --pprof flag", e.bin)
+	}
 
 	log.Info("starting the benchmark cluster", "state_dir", opts.StateDir)
 	e.cluster, err = localpg.EnsureRunning(ctx, opts)
@@ -212,10 +221,11 @@ func (e *env) close() {
 
 // brokerProc is one running `pgquectl serve`.
 type brokerProc struct {
-	cmd  *exec.Cmd
-	url  string
-	log  string
-	done chan struct{}
+	cmd   *exec.Cmd
+	url   string
+	pprof string // host:port of its profiler (--serve-pprof), else ""
+	log   string
+	done  chan struct{}
 }
 
 // startBrokers (re)starts n brokers on the bench database, with the
@@ -233,6 +243,15 @@ func (e *env) startBrokers(ctx context.Context, n int, hotlist bool) error {
 		if e.hotlist {
 			args = append(args, fmt.Sprintf("--hotlist=%t", hotlist))
 		}
+		pprofAddr := ""
+		if e.cfg.ServePprof {
+			pport, err := freePort()
+			if err != nil {
+				return err
+			}
+			pprofAddr = fmt.Sprintf("127.0.0.1:%d", pport)
+			args = append(args, "--pprof", pprofAddr)
+		}
 		args = append(args, e.cfg.ServeFlags...)
 		logPath := filepath.Join(e.cfg.StateDir, fmt.Sprintf("broker-%02d.log", e.seq))
 		lf, err := os.Create(logPath)
@@ -246,7 +265,7 @@ func (e *env) startBrokers(ctx context.Context, n int, hotlist bool) error {
 			_ = lf.Close()
 			return fmt.Errorf("starting %s serve: %w", e.bin, err)
 		}
-		b := &brokerProc{cmd: cmd, url: fmt.Sprintf("http://127.0.0.1:%d", port), log: logPath, done: make(chan struct{})}
+		b := &brokerProc{cmd: cmd, url: fmt.Sprintf("http://127.0.0.1:%d", port), pprof: pprofAddr, log: logPath, done: make(chan struct{})}
 		go func() { _ = cmd.Wait(); _ = lf.Close(); close(b.done) }()
 		e.writePids()
 		e.brokers = append(e.brokers, b)
@@ -395,7 +414,75 @@ func (e *env) readCPU() cpuSnap {
 	if e.ticker != nil && e.ticker.cmd != nil && e.ticker.cmd.Process != nil {
 		ticker = e.ticker.cmd.Process.Pid
 	}
-	return readCPU(e.cluster.DataDir, brokers, ticker)
+	client := e.clientPid
+	if client == 0 {
+		client = os.Getpid()
+	}
+	return readCPU(e.cluster.DataDir, brokers, ticker, client)
+}
+
+// profileBrokers records each broker's CPU profile for d (--serve-pprof;
+// else it does nothing) into <out>/<cell>-serve[-k].pprof, in the
+// background; the returned function waits for the files and names them.
+func (e *env) profileBrokers(ctx context.Context, cell string, d time.Duration) func() ([]string, error) {
+	type got struct {
+		name string
+		err  error
+	}
+	var ch []chan got
+	for k, b := range e.brokers {
+		if b.pprof == "" {
+			continue
+		}
+		name := cell + "-serve.pprof"
+		if len(e.brokers) > 1 {
+			name = fmt.Sprintf("%s-serve-%d.pprof", cell, k+1)
+		}
+		c := make(chan got, 1)
+		ch = append(ch, c)
+		go func() { c <- got{name, fetchProfile(ctx, b.pprof, d, filepath.Join(e.cfg.OutDir, name))} }()
+	}
+	return func() ([]string, error) {
+		var names []string
+		var errs []error
+		for _, c := range ch {
+			g := <-c
+			if g.err != nil {
+				errs = append(errs, g.err)
+				continue
+			}
+			names = append(names, g.name)
+		}
+		return names, errors.Join(errs...)
+	}
+}
+
+// fetchProfile saves the CPU profile of the next d (whole seconds, at
+// least 1) from the Go profiler at addr to path.
+func fetchProfile(ctx context.Context, addr string, d time.Duration, path string) error {
+	secs := max(1, int((d+time.Second-1)/time.Second))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetching serve's CPU profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("fetching serve's CPU profile: HTTP %d: %s", resp.StatusCode, msg)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // statementClasses sort the broker's statements by the engine function
@@ -409,7 +496,6 @@ var statementClasses = []struct {
 	{"reseed", regexp.MustCompile(`pgque\.group_reseed\s*\(`)},
 	{"ack", regexp.MustCompile(`pgque\.group_ack\s*\(`)},
 	{"push", regexp.MustCompile(`pgque\.push\s*\(`)},
-	{"broker_tick", regexp.MustCompile(`pgque\.broker_tick\s*\(`)},
 	{"tick", regexp.MustCompile(`pgque\.(ticker|force_next_tick)\s*\(`)},
 }
 

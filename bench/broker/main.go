@@ -45,6 +45,9 @@ func splitList(v string) []string {
 
 // Main parses flags, runs the benchmark and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == loadClientArg {
+		return loadClientMain(os.Stdin, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "the quick profile (< 2 minutes; the CI smoke test)")
@@ -53,7 +56,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	state := fs.String("state-dir", "/tmp/pgque-bench-broker", "state directory of the benchmark's own cluster and brokers (wiped first)")
 	bin := fs.String("pgquectl", "", "a pgquectl binary to run (default: go build ./cmd/pgquectl into the state directory)")
 	keep := fs.Bool("keep-cluster", false, "leave the cluster running at the end")
-	ticker := fs.String("ticker", TickerDaemon, "scheduled ticking beside the brokers: daemon (pgquectl tick --run --hz 100), cron (pg_cron jobs at 100 Hz; pg_cron 1.4 starts them at the next minute) or none (the brokers' own ticks only)")
+	ticker := fs.String("ticker", TickerDaemon, "scheduled ticking beside the brokers: daemon (pgquectl tick --run --hz 100), cron (pg_cron jobs at 100 Hz; pg_cron 1.4 starts them at the next minute) or none")
+	servePprof := fs.Bool("serve-pprof", false, "run serve with --pprof and save its CPU profile of each latency cell to OUT/<cell>-serve.pprof")
+	txIDs := fs.Bool("transaction-ids", false, "the latency cells' producer sends a random transactionId (UUID) with every item, as Queen's JS client does (default off: the broker then keys messages by their id and skips its dedup check)")
+	clientPprof := fs.Bool("client-pprof", false, "save the load client's CPU profile of each latency cell to OUT/<cell>-client.pprof")
 	rerender := fs.String("report", "", "re-judge the targets and re-render report.md from DIR/results.json, run nothing")
 	parts := fs.String("partitions", "", "partition counts of the wildcard cells, comma-separated (default: the profile's: quick 100,1000; full 100,1000,10000)")
 	latDur := fs.Duration("latency-duration", 0, "length of the latency cells' producer run instead of the profile's (quick 3s, full 1m)")
@@ -140,6 +146,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := Config{Profile: *profile, Params: params, StateDir: *state, OutDir: *out, Binary: *bin,
 		ServeFlags: serveFlags, ClusterSettings: extra, KeepCluster: *keep, Cells: splitList(*cells), Ticker: *ticker, StatementsTrack: *track, Log: log,
+		ServePprof: *servePprof, ClientPprof: *clientPprof, TransactionIDs: *txIDs, Stderr: stderr,
 		Command: append([]string{"go run ./bench/broker"}, args...)}
 	// The first signal stops the run (the report of the cells done is still
 	// written); a second one kills the process.

@@ -41,7 +41,7 @@ func TestQuickProfileSmoke(t *testing.T) {
 	params := quickParams()
 	res, err := Run(ctx, Config{Profile: "quick", Params: params, StateDir: state, OutDir: out,
 		Binary: os.Getenv("PGQUE_BENCH_BROKER_BIN"), Command: []string{"go test ./bench/broker/ (smoke)"},
-		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+		Log: slog.New(slog.NewTextHandler(testWriter{t}, nil)), Stderr: testWriter{t}})
 	if err != nil {
 		t.Fatalf("quick profile: %v", err)
 	}
@@ -115,6 +115,10 @@ func saneCell(t *testing.T, c *Cell) {
 			t.Errorf("%s: latency %+v not ordered or beyond a minute", c.Name, c.Latency)
 		}
 		saneWAL(t, c.Name, c.WALPerPushed, 50)
+		// The load ran in a process of its own, the harness beside it.
+		if c.CPU == nil || c.CPU.Seconds["client"] <= 0 || !hasKey(c.CPU.Seconds, "harness") {
+			t.Errorf("%s: CPU %+v, want the load client's and the harness's apart", c.Name, c.CPU)
+		}
 	case "push":
 		if c.Pushed < 100 || c.PushRate <= 0 || c.Errors > 0 {
 			t.Errorf("%s: %d pushed at %.0f msg/s, %d errors", c.Name, c.Pushed, c.PushRate, c.Errors)
@@ -138,6 +142,8 @@ func saneCell(t *testing.T, c *Cell) {
 		t.Errorf("%s: unknown kind %q", c.Name, c.Kind)
 	}
 }
+
+func hasKey(m map[string]float64, k string) bool { _, ok := m[k]; return ok }
 
 // saneWAL checks WAL bytes per message against min (pushing writes the
 // message, ~100 bytes of JSON: at least 50) and 100 kB (beyond that the

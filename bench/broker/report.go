@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -167,6 +168,11 @@ func renderReport(res *Results) string {
 	}
 	w("| hot-list switch | %s |\n", hl)
 	w("| scheduled ticking | %s |\n", tickerText(res.Ticker))
+	txText := "no (the broker keys each message by its id)"
+	if res.TransactionIDs {
+		txText = "yes: a random UUID per item, as Queen's JS client sends (`--transaction-ids`)"
+	}
+	w("| latency producer's transactionIds | %s |\n", txText)
 	w("| duration | %s |\n\n", res.Finished.Sub(res.Started).Round(time.Second))
 	// Judged on the load before the run: the load at the end counts this
 	// benchmark's own processes (64 consumers in its last cells), and how
@@ -204,14 +210,14 @@ func renderReport(res *Results) string {
 			c.BeforeAck, c.Missing, c.Duplicates, f0(c.WALPerPushed), noteCol(c))
 	}
 
-	w("\nWhere the time went (ms, p50 / p99; the broker's Server-Timing): a push's database call (`db`, its pgque.push, combined with the pushes that arrived meanwhile) and its wait for the queue's tick (`tick`); a pop that returned messages: its database calls and its time parked; the ack request (client side).\n\n")
-	w("| cell | push db p50 | p99 | push tick p50 | p99 | pop db p50 | p99 | pop parked p50 | p99 | ack request p50 | p99 |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	w("\nWhere the time went (ms, p50 / p99; the broker's Server-Timing): a push's database call (`db`, its pgque.push, combined with the pushes that arrived meanwhile); a pop that returned messages: its database calls and its time parked; the ack request (client side).\n\n")
+	w("| cell | push db p50 | p99 | pop db p50 | p99 | pop parked p50 | p99 | ack request p50 | p99 |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range res.Cells {
 		if c.Kind != "latency" || c.Status != StatusMeasured {
 			continue
 		}
 		st := func(n string) string { return pair(c.Steps[n]) }
-		w("| %s | %s | %s | %s | %s | %s |\n", c.Name, st("push_db"), st("push_tick"), st("pop_db"), st("pop_park"), st("ack"))
+		w("| %s | %s | %s | %s | %s |\n", c.Name, st("push_db"), st("pop_db"), st("pop_park"), st("ack"))
 	}
 
 	w("\n## Throughput (%d pushers × %d items per push over %d partitions; then %d consumers pop (wildcard, batch %d) and ack that backlog)\n\n",
@@ -261,15 +267,31 @@ func renderReport(res *Results) string {
 		}
 	}
 
-	w("\n## PostgreSQL statements per cell (pg_stat_statements: calls / total ms)\n\n| cell | push | pop | reseed | ack | broker tick | scheduled tick | other |\n|---|---|---|---|---|---|---|---|\n")
+	w("\n## PostgreSQL statements per cell (pg_stat_statements: calls / total ms)\n\n| cell | push | pop | reseed | ack | scheduled tick | other |\n|---|---|---|---|---|---|---|\n")
 	for _, c := range res.Cells {
 		if c.Status != StatusMeasured {
 			continue
 		}
 		w("| %s |", c.Name)
-		for _, k := range []string{"push", "pop", "reseed", "ack", "broker_tick", "tick", "other"} {
-			if s := c.Statements[k]; s != nil {
-				w(" %d / %.0f |", s.Calls, s.TotalMs)
+		// Classes this report has no column for (a results.json of an
+		// older run: "broker_tick") are counted under other.
+		var other *StmtStats
+		for k, st := range c.Statements {
+			if !slices.Contains(statementColumns, k) || k == "other" {
+				if other == nil {
+					other = &StmtStats{}
+				}
+				other.Calls += st.Calls
+				other.TotalMs += st.TotalMs
+			}
+		}
+		for _, k := range statementColumns {
+			st := c.Statements[k]
+			if k == "other" {
+				st = other
+			}
+			if st != nil {
+				w(" %d / %.0f |", st.Calls, st.TotalMs)
 			} else {
 				w(" — |")
 			}
@@ -278,12 +300,18 @@ func renderReport(res *Results) string {
 	}
 	cpuRows := 0
 	for _, c := range res.Cells {
-		if cpuPerMsg(c) != "" {
+		if cols := cpuCols(c); cols != "" {
 			if cpuRows == 0 {
-				w("\n## CPU per message (the cell's CPU time by process group ÷ messages pushed; /proc: PostgreSQL = the bench cluster's postmaster and its backends, brokers = `pgquectl serve`, ticker = the ticker daemon, client = this harness; machine busy = all CPUs, steal included)\n\n| cell | messages | CPU |\n|---|---|---|\n")
+				w("\n## CPU per message\n\nThe cell's CPU time (user + system, from `/proc`) by process, in ms per message pushed: **PostgreSQL** = the bench cluster's postmaster and all its backends (live, and those that exited during the cell); **serve** = the `pgquectl serve` process(es); **ticker** = the `pgquectl tick --run` daemon; **client** = the load client: in the latency cells a process of its own doing only the cell's pushes, pops and acks (GOMAXPROCS=1), in the other cells this harness; **all** = their sum. Machine busy = all CPUs of the machine, steal included (other work too). Harness = this harness's own process while a load client ran (readings, profiles; not in all).\n\n")
+				w("| cell | messages | all ms/msg | PostgreSQL ms/msg | serve ms/msg | ticker ms/msg | client ms/msg | machine busy | harness ms/msg |\n|---|---|---|---|---|---|---|---|---|\n")
 			}
 			cpuRows++
-			w("| %s | %d | %s |\n", c.Name, c.Pushed, cpuPerMsg(c))
+			w("| %s | %d | %s |\n", c.Name, c.Pushed, cols)
+		}
+	}
+	for _, c := range res.Cells {
+		if len(c.Profiles) > 0 {
+			w("\nCPU profiles of %s (`go tool pprof -top FILE`): %s\n", c.Name, "`"+strings.Join(c.Profiles, "`, `")+"`")
 		}
 	}
 	failures := 0
@@ -319,6 +347,9 @@ func renderReport(res *Results) string {
 	return b.String()
 }
 
+// statementColumns are the statement classes of the statements table.
+var statementColumns = []string{"push", "pop", "reseed", "ack", "tick", "other"}
+
 func noteCol(c *Cell) string { return strings.Join(c.Notes, "; ") }
 
 func calls(c *Cell, class string) int64 {
@@ -352,7 +383,7 @@ func tickerText(t string) string {
 	case TickerCron:
 		return "pg_cron jobs at 100 Hz (`pgquectl tick --hz 100`)"
 	case TickerNone:
-		return "none: only the brokers' own ticks after pushes (no rotation)"
+		return "none (no rotation, no ticks for classic consumers)"
 	}
 	return t
 }

@@ -91,9 +91,9 @@ type Cell struct {
 	PushRequest *Dist `json:"push_request,omitempty"`
 	PopRequest  *Dist `json:"pop_request,omitempty"`
 	// Steps of the latency cells, from the broker's Server-Timing: a
-	// push's database call ("push_db") and its wait for the queue's tick
-	// ("push_tick"); a pop's database calls ("pop_db", pops that returned
-	// messages) and its time parked ("pop_park"); the ack requests ("ack").
+	// push's database call ("push_db"); a pop's database calls ("pop_db",
+	// pops that returned messages) and its time parked ("pop_park"); the
+	// ack requests ("ack").
 	Steps map[string]*Dist `json:"steps,omitempty"`
 
 	WALBytes       int64                 `json:"wal_bytes"`
@@ -107,8 +107,11 @@ type Cell struct {
 	// reseed scans (group_reseed).
 	PGReseedMsPerPop float64 `json:"pg_reseed_ms_per_pop,omitempty"`
 	// CPU is the CPU the cell used by process group (cpu.go).
-	CPU   *CPUUse  `json:"cpu,omitempty"`
-	Notes []string `json:"notes,omitempty"`
+	CPU *CPUUse `json:"cpu,omitempty"`
+	// Profiles are the CPU profiles recorded during the cell (files in the
+	// output directory: --serve-pprof, --client-pprof).
+	Profiles []string `json:"profiles,omitempty"`
+	Notes    []string `json:"notes,omitempty"`
 }
 
 // Target is one goal with its verdict.
@@ -138,6 +141,7 @@ type Results struct {
 	Params         Params            `json:"params"`
 	ServeFlags     []string          `json:"serve_flags"`
 	Ticker         string            `json:"ticker"`
+	TransactionIDs bool              `json:"transaction_ids,omitempty"`
 	HotlistSwitch  bool              `json:"hotlist_switch_available"`
 	Settings       map[string]string `json:"cluster_settings"`
 	Started        time.Time         `json:"started"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/devbroker"
 	"github.com/pgquectl/pgquectl/internal/devenv"
 )
@@ -24,12 +25,30 @@ const devTimeout = 2 * time.Minute
 // running (as pg_ctl status).
 const exitNotRunning = 3
 
+// dev's settings (flags; --state-dir also for its sub-commands).
+var (
+	keyDevStateDir = config.Key[string]{Name: "state-dir", Default: defaultDevStateDir,
+		Help: "directory holding the cluster, its socket and log"}
+	keyDevPort = config.Key[int]{Name: "port",
+		Help: "TCP port on localhost (default: the previous one, else a free one)"}
+	keyDevFast = config.Key[bool]{Name: "fast",
+		Help: "fsync=off: faster, for throwaway test clusters (set when the cluster is created)"}
+	keyDevNoTick = config.Key[bool]{Name: "no-tick",
+		Help: "do not register the pg_cron ticker (100 Hz) in the new database"}
+	keyDevNoBroker = config.Key[bool]{Name: "no-broker",
+		Help: "do not start the HTTP broker"}
+	keyDevBrokerListen = config.Key[string]{Name: "broker-listen", Default: devbroker.DefaultListen,
+		Help: "host:port of the dev broker"}
+	keyDevDB = config.Key[string]{Name: "db", Default: devenv.DefaultDatabase,
+		Help: "database name"}
+)
+
 func devOptions(a *app, cmd *cobra.Command) (devenv.Options, error) {
 	opts := devenv.Options{
-		StateDir: a.v.GetString("state-dir"),
-		Port:     a.v.GetInt("port"),
-		Fast:     a.v.GetBool("fast"),
-		NoTick:   a.v.GetBool("no-tick"),
+		StateDir: get(a, keyDevStateDir),
+		Port:     get(a, keyDevPort),
+		Fast:     get(a, keyDevFast),
+		NoTick:   get(a, keyDevNoTick),
 		Database: devenv.DefaultDatabase,
 		Out:      cmd.OutOrStdout(),
 		Log:      a.log,
@@ -85,12 +104,13 @@ Missing binaries: bash scripts/setup.sh installs them (Debian/Ubuntu).`,
 		},
 	}
 	pf := cmd.PersistentFlags()
-	pf.String("state-dir", defaultDevStateDir, "directory holding the cluster, its socket and log")
-	cmd.Flags().Int("port", 0, "TCP port on localhost (default: the previous one, else a free one)")
-	cmd.Flags().Bool("fast", false, "fsync=off: faster, for throwaway test clusters (set when the cluster is created)")
-	cmd.Flags().Bool("no-tick", false, "do not register the pg_cron ticker (100 Hz) in the new database")
-	cmd.Flags().Bool("no-broker", false, "do not start the HTTP broker")
-	cmd.Flags().String("broker-listen", devbroker.DefaultListen, "host:port of the dev broker")
+	addFlag(pf, keyDevStateDir)
+	f := cmd.Flags()
+	addFlag(f, keyDevPort)
+	addFlag(f, keyDevFast)
+	addFlag(f, keyDevNoTick)
+	addFlag(f, keyDevNoBroker)
+	addFlag(f, keyDevBrokerListen)
 	cmd.AddCommand(newDevStopCmd(a), newDevStatusCmd(a), newDevDestroyCmd(a), newDevDSNCmd(a))
 	return cmd
 }
@@ -201,7 +221,7 @@ func newDevDSNCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dsn, err := devenv.DSN(opts, a.v.GetString("db"))
+			dsn, err := devenv.DSN(opts, get(a, keyDevDB))
 			if err != nil {
 				return fmt.Errorf("dev dsn: %w", err)
 			}
@@ -209,7 +229,7 @@ func newDevDSNCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().String("db", devenv.DefaultDatabase, "database name")
+	addFlag(cmd.Flags(), keyDevDB)
 	return cmd
 }
 
@@ -218,12 +238,12 @@ const devBrokerStop = 15 * time.Second
 
 // startDevBroker starts (or finds) the dev broker and prints its URL.
 func startDevBroker(cmd *cobra.Command, a *app, opts devenv.Options, dsn string) error {
-	if a.v.GetBool("no-broker") {
+	if get(a, keyDevNoBroker) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), devTimeout)
 	defer cancel()
-	b, err := devbroker.Start(ctx, devbroker.Options{StateDir: opts.StateDir, DSN: dsn, Listen: a.v.GetString("broker-listen")})
+	b, err := devbroker.Start(ctx, devbroker.Options{StateDir: opts.StateDir, DSN: dsn, Listen: get(a, keyDevBrokerListen)})
 	if errors.Is(err, devbroker.ErrTestBinary) {
 		return nil
 	}

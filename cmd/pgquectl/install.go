@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/install"
 )
@@ -20,6 +21,14 @@ func init() {
 // installTimeout bounds install and uninstall, the wait for the install lock
 // included.
 const installTimeout = 5 * time.Minute
+
+// install's settings (flags).
+var (
+	keyInstallDryRun = config.Key[bool]{Name: "dry-run",
+		Help: "print the SQL that would run and change nothing"}
+	keyInstallReinstall = config.Key[bool]{Name: "reinstall",
+		Help: "run the install script even when this version is installed"}
+)
 
 func newInstallCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -45,8 +54,8 @@ administrator (see README, "Install on a managed database").`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), installTimeout)
 			defer cancel()
 			opts := install.Options{
-				DryRun:    a.v.GetBool("dry-run"),
-				Reinstall: a.v.GetBool("reinstall"),
+				DryRun:    get(a, keyInstallDryRun),
+				Reinstall: get(a, keyInstallReinstall),
 				Out:       cmd.OutOrStdout(),
 				Log:       a.log,
 			}
@@ -70,8 +79,8 @@ administrator (see README, "Install on a managed database").`,
 			return nil
 		},
 	}
-	cmd.Flags().Bool("dry-run", false, "print the SQL that would run and change nothing")
-	cmd.Flags().Bool("reinstall", false, "run the install script even when this version is installed")
+	addFlag(cmd.Flags(), keyInstallDryRun)
+	addFlag(cmd.Flags(), keyInstallReinstall)
 	return cmd
 }
 

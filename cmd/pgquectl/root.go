@@ -116,15 +116,15 @@ Start here:
 		},
 	}
 	pf := root.PersistentFlags()
-	pf.String("dsn", "", "PostgreSQL connection string or URL (env PGQUE_DSN or DATABASE_URL; default: PG* variables)")
-	pf.String("config", "", "config file (default ./pgquectl.yaml when present)")
-	pf.Duration("connect-timeout", config.DefaultConnectTimeout, "how long to wait for a connection")
-	pf.String("log-level", "info", "log level: debug, info, warn (or warning), error")
-	for _, name := range []string{"dsn", "connect-timeout", "log-level"} {
+	addFlag(pf, keyDSN)
+	addFlag(pf, keyConfig)
+	addFlag(pf, keyConnectTimeout)
+	addFlag(pf, keyLogLevel)
+	for _, name := range []string{keyDSN.Name, keyConnectTimeout.Name, keyLogLevel.Name} {
 		_ = a.v.BindPFlag(name, pf.Lookup(name))
 	}
-	_ = a.v.BindEnv("dsn", "PGQUE_DSN", "DATABASE_URL")
-	a.v.SetEnvPrefix("PGQUE")
+	_ = a.v.BindEnv(keyDSN.Name, keyDSN.Env(), "DATABASE_URL")
+	a.v.SetEnvPrefix(strings.TrimSuffix(config.EnvPrefix, "_"))
 	a.v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	a.v.AutomaticEnv()
 
@@ -134,12 +134,24 @@ Start here:
 	return root
 }
 
+// The settings every command has (persistent flags).
+var (
+	keyDSN = config.Key[string]{Name: "dsn",
+		Help: "PostgreSQL connection string or URL (env PGQUE_DSN or DATABASE_URL; default: PG* variables)"}
+	keyConfig = config.Key[string]{Name: "config",
+		Help: "config file (default ./pgquectl.yaml when present)"}
+	keyConnectTimeout = config.Key[time.Duration]{Name: "connect-timeout", Default: config.DefaultConnectTimeout,
+		Help: "how long to wait for a connection"}
+	keyLogLevel = config.Key[string]{Name: "log-level", Default: "info",
+		Help: "log level: debug, info, warn (or warning), error"}
+)
+
 // commands lists the constructors of the sub-commands; each command's file
 // appends to it from init so root.go does not change when one is added.
 var commands []func(*app) *cobra.Command
 
 func (a *app) loadConfig(cmd *cobra.Command) error {
-	file, _ := cmd.Flags().GetString("config")
+	file, _ := cmd.Flags().GetString(keyConfig.Name)
 	if file == "" {
 		// Only ./pgquectl.yaml: viper's name lookup would also match the
 		// extension-less binary a `go build` leaves in the working directory.
@@ -160,7 +172,7 @@ func (a *app) loadConfig(cmd *cobra.Command) error {
 	if err := a.checkValues(cmd); err != nil {
 		return err
 	}
-	level, err := parseLogLevel(a.v.GetString("log-level"))
+	level, err := parseLogLevel(get(a, keyLogLevel))
 	if err != nil {
 		return err
 	}
@@ -203,7 +215,7 @@ func (a *app) checkValues(cmd *cobra.Command) error {
 		if raw == f.DefValue {
 			return
 		}
-		source := fmt.Sprintf("%s (env PGQUE_%s or the config file)", f.Name, strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")))
+		source := fmt.Sprintf("%s (env %s or the config file)", f.Name, config.EnvName(f.Name))
 		var err error
 		switch f.Value.Type() {
 		case "duration":
@@ -230,12 +242,9 @@ func (a *app) checkValues(cmd *cobra.Command) error {
 
 // conn returns the connection settings from flags, env and file.
 func (a *app) conn() config.Connection {
-	timeout := a.v.GetDuration("connect-timeout")
+	timeout := get(a, keyConnectTimeout)
 	if timeout <= 0 {
 		timeout = config.DefaultConnectTimeout
 	}
-	return config.Connection{DSN: a.v.GetString("dsn"), ConnectTimeout: timeout, ApplicationName: "pgquectl"}
+	return config.Connection{DSN: get(a, keyDSN), ConnectTimeout: timeout, ApplicationName: "pgquectl"}
 }
-
-// durationFlag returns a duration flag's value through viper (flag, env, file).
-func (a *app) durationFlag(name string) time.Duration { return a.v.GetDuration(name) }

@@ -28,7 +28,7 @@ func newServeCmd(a *app) *cobra.Command {
 so Queen's client libraries work against it unchanged: push to (queue,
 partition), pop with leases per partition (per-key order), ack, consumer
 groups (fan-out), dead letters, transactions. Routes, options, auth and
-metrics: docs/broker.md.
+metrics: docs/reference/http.md.
 
 Every request is one database call; a long-poll pop (wait=true) holds no
 database connection while it waits. After a push commits, the broker ticks
@@ -39,9 +39,11 @@ pops through LISTEN/NOTIFY: run as many as you like behind a load balancer.
 Wildcard pops (GET /api/v1/pop/queue/:queue) are answered from the
 in-memory hot-list (--hotlist, default true): PostgreSQL is asked only about
 the partitions it believes hot, so an idle partition costs nothing per pop;
-a reseed scan every --hotlist-reseed-interval catches whatever it missed.
---hotlist=false asks PostgreSQL for candidates on every pop (the SQL scan).
-The --hotlist-* knobs and the log line: docs/broker.md ("The hot-list").
+a periodic reseed scan catches whatever it missed. --hotlist=false asks
+PostgreSQL for candidates on every pop (the SQL scan). The hot-list's
+tunables are config-file keys (hotlist-…, or PGQUE_HOTLIST_… in the
+environment), not flags: docs/reference/hotlist-config.md lists them with
+their defaults; how it works and its log line: docs/design/hotlist.md.
 
 Consumer groups start where Queen's do: a group whose first pop names no
 subscriptionMode reads every retained message; subscriptionMode=new (or
@@ -56,20 +58,21 @@ claim "role" (or "roles") is read-only, write-only, read-write or admin, and
 "tenant" scopes queue names. /health, /status and /metrics/prometheus stay
 open.
 
-Ticking: besides the broker-driven tick after each push, serve runs the
-ticker daemon as a standby (--standby-ticker, default true): while the
+Ticking: consumer groups need no ticks (a pop closes its range at its own
+snapshot, so a committed push is poppable at once); classic PgQ-style
+consumers read batches between ticks. serve runs the ticker daemon as a
+standby for them (--standby-ticker, default true): while the
 pg_cron ticker_loop (or a "pgquectl tick --run" daemon) is alive it only
 watches that loop's lock; when the loop is gone (backend killed, PostgreSQL
 restarted, pg_cron absent) it starts ticking within about a second, and hands
-back when the loop returns. So events committed by producers outside the
-broker, or by a broker that died before its tick, become poppable without
-pg_cron. Several brokers elect one ticking standby among themselves.
+back when the loop returns, so classic consumers keep getting batches
+without pg_cron. Several brokers elect one ticking standby among themselves.
 
 Limits: requests are read within --read-header-timeout / --read-timeout
 (a slow body is cut), bodies in flight share --body-budget (503 with
 Retry-After past it), a push holds at most --push-max-items items (413),
 and open connections stay below the open-file limit (--max-connections):
-docs/broker.md ("Limits").
+docs/reference/http.md ("Limits").
 
 SIGTERM / Ctrl-C drains: no new connections, waiting pops answer 204,
 requests in flight finish (up to --drain-timeout), then the pool closes.`,
@@ -89,72 +92,126 @@ requests in flight finish (up to --drain-timeout), then the pool closes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, a) },
 	}
 	f := cmd.Flags()
-	f.String("listen", httpapi.DefaultListen, "host:port to listen on")
-	f.String("auth-secret", "", "HS256 secret: require a JWT bearer token on /api routes (env PGQUE_AUTH_SECRET; default: auth off)")
-	f.String("tenant-header", "", "with auth off: the request header naming the tenant (default: one tenant)")
-	f.Int64("body-limit", httpapi.DefaultBodyLimit, "largest request body in bytes (413 above)")
-	f.Int64("body-budget", httpapi.DefaultBodyBudget, "request bodies in flight at once, in bytes, each counted 4 times its size (body and decoded copies); past it 503 with Retry-After (at least 4 × --body-limit)")
-	f.Int("push-max-items", httpapi.DefaultPushMaxItems, "most items in one push (or in the pushes of one transaction); 413 above")
-	f.Duration("read-header-timeout", httpapi.DefaultReadHeaderTimeout, "time a client has to send a request's headers")
-	f.Duration("read-timeout", httpapi.DefaultReadTimeout, "time a client has to send a whole request, body included (a slow body is cut)")
-	f.Duration("idle-timeout", httpapi.DefaultIdleTimeout, "how long an idle keep-alive connection stays open")
-	f.Duration("write-timeout", 0, "time to answer a request once read (default: --long-poll-max + 35s, so a parked pop can answer)")
-	f.Int("max-connections", 0, "open client connections at most; at the cap a new one evicts the longest-waiting connection that is not being served, else gets 503 (default: the open-file limit less --pool-size and 64)")
-	f.Int32("pool-size", 20, "database connections at most (a waiting pop holds none)")
-	f.Duration("long-poll-max", httpapi.DefaultLongPollMax, "cap on a pop's wait timeout")
-	f.Duration("drain-timeout", httpapi.DefaultDrain, "on SIGTERM, how long requests in flight may take to finish")
-	f.String("default-subscription-mode", "", "where a consumer group whose first pop names no subscriptionMode starts: all (or empty) from the oldest retained message, new (or new-only) from the latest message on (env PGQUE_DEFAULT_SUBSCRIPTION_MODE)")
-	f.Bool("no-peers", false, "do not LISTEN for other brokers' pushes (one broker per database)")
-	f.Int("push-concurrency", broker.DefaultPushConcurrency, "pgque.push calls run at once; pushes arriving meanwhile go out together in the next call (one commit); default: the number of CPUs, between 2 and 4 (more calls than cores combine fewer pushes for more CPU)")
-	f.Int("ack-concurrency", broker.DefaultAckConcurrency, "ack transactions run at once; acks arriving meanwhile go out together in the next one (one pgque.group_ack per tenant and consumer group, one commit); default: the number of CPUs, between 2 and 4")
-	f.Bool("no-auto-tick", false, "no effect, kept for compatibility: the broker no longer ticks after a push (consumer groups need no tick; classic consumers are ticked by pg_cron, the ticker daemon or the standby ticker)")
-	f.Bool("standby-ticker", true, "run the ticker daemon in standby: tick (every --standby-tick-period) only while no pg_cron ticker_loop and no other daemon ticks; needs pgque_admin")
-	f.Duration("standby-tick-period", 10*time.Millisecond, "how often the standby ticker calls pgque.ticker() once it ticks (queues still tick at their own tick_period_ms)")
-	f.String("pprof", "", "serve Go's profiler (/debug/pprof/) on this host:port, e.g. 127.0.0.1:6060 (default: off; for diagnosis only)")
-	addHotlistFlags(f)
+	addFlag(f, keyListen)
+	addFlag(f, keyAuthSecret)
+	addFlag(f, keyTenantHeader)
+	addFlag(f, keyBodyLimit)
+	addFlag(f, keyBodyBudget)
+	addFlag(f, keyPushMaxItems)
+	addFlag(f, keyReadHeaderTimeout)
+	addFlag(f, keyReadTimeout)
+	addFlag(f, keyIdleTimeout)
+	addFlag(f, keyWriteTimeout)
+	addFlag(f, keyMaxConnections)
+	addFlag(f, keyPoolSize)
+	addFlag(f, keyLongPollMax)
+	addFlag(f, keyDrainTimeout)
+	addFlag(f, keyDefaultSubscriptionMode)
+	addFlag(f, keyNoPeers)
+	addFlag(f, keyPushConcurrency)
+	addFlag(f, keyAckConcurrency)
+	addFlag(f, keyNoAutoTick)
+	_ = f.MarkHidden(keyNoAutoTick.Name) // no effect: kept so old scripts still run
+	addFlag(f, keyStandbyTicker)
+	addFlag(f, keyStandbyTickPeriod)
+	addFlag(f, keyPprof)
+	addFlag(f, keyHotlist)
+	addRemovedHotlistFlags(f)
 	return cmd
 }
 
+// serve's settings: flags, also PGQUE_… in the environment and keys of the
+// config file. The hot-list's tunables are config keys only
+// (internal/config.Hotlist).
+var (
+	keyListen = config.Key[string]{Name: "listen", Default: httpapi.DefaultListen,
+		Help: "host:port to listen on"}
+	keyAuthSecret = config.Key[string]{Name: "auth-secret",
+		Help: "HS256 secret: require a JWT bearer token on /api routes (env PGQUE_AUTH_SECRET; default: auth off)"}
+	keyTenantHeader = config.Key[string]{Name: "tenant-header",
+		Help: "with auth off: the request header naming the tenant (default: one tenant)"}
+	keyBodyLimit = config.Key[int64]{Name: "body-limit", Default: httpapi.DefaultBodyLimit,
+		Help: "largest request body in bytes (413 above)"}
+	keyBodyBudget = config.Key[int64]{Name: "body-budget", Default: httpapi.DefaultBodyBudget,
+		Help: "request bodies in flight at once, in bytes, each counted 4 times its size (body and decoded copies); past it 503 with Retry-After (at least 4 × --body-limit)"}
+	keyPushMaxItems = config.Key[int]{Name: "push-max-items", Default: httpapi.DefaultPushMaxItems,
+		Help: "most items in one push (or in the pushes of one transaction); 413 above"}
+	keyReadHeaderTimeout = config.Key[time.Duration]{Name: "read-header-timeout", Default: httpapi.DefaultReadHeaderTimeout,
+		Help: "time a client has to send a request's headers"}
+	keyReadTimeout = config.Key[time.Duration]{Name: "read-timeout", Default: httpapi.DefaultReadTimeout,
+		Help: "time a client has to send a whole request, body included (a slow body is cut)"}
+	keyIdleTimeout = config.Key[time.Duration]{Name: "idle-timeout", Default: httpapi.DefaultIdleTimeout,
+		Help: "how long an idle keep-alive connection stays open"}
+	keyWriteTimeout = config.Key[time.Duration]{Name: "write-timeout",
+		Help: "time to answer a request once read (default: --long-poll-max + 35s, so a parked pop can answer)"}
+	keyMaxConnections = config.Key[int]{Name: "max-connections",
+		Help: "open client connections at most; at the cap a new one evicts the longest-waiting connection that is not being served, else gets 503 (default: the open-file limit less --pool-size and 64)"}
+	keyPoolSize = config.Key[int32]{Name: "pool-size", Default: 20,
+		Help: "database connections at most (a waiting pop holds none)"}
+	keyLongPollMax = config.Key[time.Duration]{Name: "long-poll-max", Default: httpapi.DefaultLongPollMax,
+		Help: "cap on a pop's wait timeout"}
+	keyDrainTimeout = config.Key[time.Duration]{Name: "drain-timeout", Default: httpapi.DefaultDrain,
+		Help: "on SIGTERM, how long requests in flight may take to finish"}
+	keyDefaultSubscriptionMode = config.Key[string]{Name: "default-subscription-mode",
+		Help: "where a consumer group whose first pop names no subscriptionMode starts: all (or empty) from the oldest retained message, new (or new-only) from the latest message on (env PGQUE_DEFAULT_SUBSCRIPTION_MODE)"}
+	keyNoPeers = config.Key[bool]{Name: "no-peers",
+		Help: "do not LISTEN for other brokers' pushes (one broker per database)"}
+	keyPushConcurrency = config.Key[int]{Name: "push-concurrency", Default: broker.DefaultPushConcurrency,
+		Help: "pgque.push calls run at once; pushes arriving meanwhile go out together in the next call (one commit); default: the number of CPUs, between 2 and 4 (more calls than cores combine fewer pushes for more CPU)"}
+	keyAckConcurrency = config.Key[int]{Name: "ack-concurrency", Default: broker.DefaultAckConcurrency,
+		Help: "ack transactions run at once; acks arriving meanwhile go out together in the next one (one pgque.group_ack per tenant and consumer group, one commit); default: the number of CPUs, between 2 and 4"}
+	keyNoAutoTick = config.Key[bool]{Name: "no-auto-tick",
+		Help: "no effect, kept for compatibility: the broker no longer ticks after a push (consumer groups need no tick; classic consumers are ticked by pg_cron, the ticker daemon or the standby ticker)"}
+	keyStandbyTicker = config.Key[bool]{Name: "standby-ticker", Default: true,
+		Help: "run the ticker daemon in standby: tick (every --standby-tick-period) only while no pg_cron ticker_loop and no other daemon ticks; needs pgque_admin"}
+	keyStandbyTickPeriod = config.Key[time.Duration]{Name: "standby-tick-period", Default: 10 * time.Millisecond,
+		Help: "how often the standby ticker calls pgque.ticker() once it ticks (queues still tick at their own tick_period_ms)"}
+	keyPprof = config.Key[string]{Name: "pprof",
+		Help: "serve Go's profiler (/debug/pprof/) on this host:port, e.g. 127.0.0.1:6060 (default: off; for diagnosis only)"}
+	keyHotlist = config.Key[bool]{Name: "hotlist", Default: true,
+		Help: "answer wildcard pops from the in-memory hot-list; false: the SQL candidate scan on every pop (its tunables: config-file keys hotlist-*, docs/reference/hotlist-config.md)"}
+)
+
 func runServe(cmd *cobra.Command, a *app) error {
-	if a.v.GetInt32("pool-size") < 2 {
+	if get(a, keyPoolSize) < 2 {
 		return usagef("--pool-size must be at least 2")
 	}
-	if n := a.v.GetInt("push-concurrency"); n < 1 || n > 1000 {
+	if n := get(a, keyPushConcurrency); n < 1 || n > 1000 {
 		return usagef("--push-concurrency must be between 1 and 1000 (got %d)", n)
 	}
-	if n := a.v.GetInt("ack-concurrency"); n < 1 || n > 1000 {
+	if n := get(a, keyAckConcurrency); n < 1 || n > 1000 {
 		return usagef("--ack-concurrency must be between 1 and 1000 (got %d)", n)
 	}
-	if a.v.GetInt64("body-limit") < 1024 {
+	if get(a, keyBodyLimit) < 1024 {
 		return usagef("--body-limit must be at least 1024 bytes")
 	}
-	if b := a.v.GetInt64("body-budget"); b < 4*a.v.GetInt64("body-limit") {
-		return usagef("--body-budget must be at least 4 × --body-limit (%d bytes; got %d)", 4*a.v.GetInt64("body-limit"), b)
+	if b := get(a, keyBodyBudget); b < 4*get(a, keyBodyLimit) {
+		return usagef("--body-budget must be at least 4 × --body-limit (%d bytes; got %d)", 4*get(a, keyBodyLimit), b)
 	}
-	if n := a.v.GetInt("push-max-items"); n < 1 {
+	if n := get(a, keyPushMaxItems); n < 1 {
 		return usagef("--push-max-items must be at least 1")
 	}
-	for _, name := range []string{"read-header-timeout", "read-timeout", "idle-timeout"} {
-		if a.durationFlag(name) <= 0 {
-			return usagef("--%s must be positive", name)
+	for _, k := range []config.Key[time.Duration]{keyReadHeaderTimeout, keyReadTimeout, keyIdleTimeout} {
+		if get(a, k) <= 0 {
+			return usagef("--%s must be positive", k.Name)
 		}
 	}
-	if a.durationFlag("write-timeout") < 0 || a.v.GetInt("max-connections") < 0 {
+	if get(a, keyWriteTimeout) < 0 || get(a, keyMaxConnections) < 0 {
 		return usagef("--write-timeout and --max-connections must not be negative")
 	}
-	if p := a.durationFlag("standby-tick-period"); p < time.Millisecond || p > time.Minute {
+	if p := get(a, keyStandbyTickPeriod); p < time.Millisecond || p > time.Minute {
 		return usagef("--standby-tick-period must be between 1ms and 1m (got %s)", p)
 	}
-	if err := httpapi.CheckDefaultSubscriptionMode(a.v.GetString("default-subscription-mode")); err != nil {
+	if err := httpapi.CheckDefaultSubscriptionMode(get(a, keyDefaultSubscriptionMode)); err != nil {
 		return usagef("--default-subscription-mode: %v", err)
 	}
-	hot, err := hotlistOptions(a)
+	hot, err := hotlistOptions(cmd, a)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if addr := a.v.GetString("pprof"); addr != "" {
+	if addr := get(a, keyPprof); addr != "" {
 		if err := startPprof(ctx, addr, a.log); err != nil {
 			return err
 		}
@@ -162,24 +219,24 @@ func runServe(cmd *cobra.Command, a *app) error {
 	conn := a.conn()
 	conn.ApplicationName = "pgquectl serve"
 	pconn := conn
-	pconn.DSN = withPoolSize(conn.DSN, a.v.GetInt32("pool-size"))
+	pconn.DSN = withPoolSize(conn.DSN, get(a, keyPoolSize))
 	pool, err := db.NewPool(ctx, pconn)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 	srv, err := httpapi.New(httpapi.Config{
-		Pool: pool, Conn: conn, Peers: !a.v.GetBool("no-peers"), Listen: a.v.GetString("listen"),
-		BodyLimit: a.v.GetInt64("body-limit"), LongPollMax: a.durationFlag("long-poll-max"),
-		BodyBudget: a.v.GetInt64("body-budget"), PushMaxItems: a.v.GetInt("push-max-items"),
-		ReadHeaderTimeout: a.durationFlag("read-header-timeout"), ReadTimeout: a.durationFlag("read-timeout"),
-		IdleTimeout: a.durationFlag("idle-timeout"), WriteTimeout: a.durationFlag("write-timeout"),
-		MaxConns:   a.v.GetInt("max-connections"),
-		AuthSecret: []byte(a.v.GetString("auth-secret")), TenantHeader: a.v.GetString("tenant-header"),
-		NoAutoTick: a.v.GetBool("no-auto-tick"), PushConcurrency: a.v.GetInt("push-concurrency"),
-		AckConcurrency: a.v.GetInt("ack-concurrency"), Logger: a.log,
-		HotList: a.v.GetBool("hotlist"), HotListOptions: hot,
-		DefaultSubscriptionMode: a.v.GetString("default-subscription-mode"),
+		Pool: pool, Conn: conn, Peers: !get(a, keyNoPeers), Listen: get(a, keyListen),
+		BodyLimit: get(a, keyBodyLimit), LongPollMax: get(a, keyLongPollMax),
+		BodyBudget: get(a, keyBodyBudget), PushMaxItems: get(a, keyPushMaxItems),
+		ReadHeaderTimeout: get(a, keyReadHeaderTimeout), ReadTimeout: get(a, keyReadTimeout),
+		IdleTimeout: get(a, keyIdleTimeout), WriteTimeout: get(a, keyWriteTimeout),
+		MaxConns:   get(a, keyMaxConnections),
+		AuthSecret: []byte(get(a, keyAuthSecret)), TenantHeader: get(a, keyTenantHeader),
+		NoAutoTick: get(a, keyNoAutoTick), PushConcurrency: get(a, keyPushConcurrency),
+		AckConcurrency: get(a, keyAckConcurrency), Logger: a.log,
+		HotList: get(a, keyHotlist), HotListOptions: hot,
+		DefaultSubscriptionMode: get(a, keyDefaultSubscriptionMode),
 	})
 	if err != nil {
 		return err
@@ -189,7 +246,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Broker listening on http://%s (Ctrl-C to stop)\n", srv.Addr())
 	tickDone := make(chan struct{})
-	if a.v.GetBool("standby-ticker") {
+	if get(a, keyStandbyTicker) {
 		if err := startStandbyTicker(ctx, a, conn, tickDone); err != nil {
 			_ = srv.Stop(context.WithoutCancel(ctx))
 			return err
@@ -199,8 +256,8 @@ func runServe(cmd *cobra.Command, a *app) error {
 	}
 	<-ctx.Done()
 	<-tickDone
-	a.log.Info("draining", "timeout", a.durationFlag("drain-timeout"))
-	dctx, cancel := context.WithTimeout(context.Background(), a.durationFlag("drain-timeout")+5*time.Second)
+	a.log.Info("draining", "timeout", get(a, keyDrainTimeout))
+	dctx, cancel := context.WithTimeout(context.Background(), get(a, keyDrainTimeout)+5*time.Second)
 	defer cancel()
 	if err := srv.Stop(dctx); err != nil {
 		return fmt.Errorf("stopping the broker: %w", err)
@@ -214,7 +271,7 @@ func runServe(cmd *cobra.Command, a *app) error {
 // A permanent error (the role may not tick) turns it off with a warning:
 // the broker keeps serving, ticking stays with pg_cron / the pushes.
 func startStandbyTicker(ctx context.Context, a *app, conn config.Connection, done chan struct{}) error {
-	period := a.durationFlag("standby-tick-period")
+	period := get(a, keyStandbyTickPeriod)
 	conn.ApplicationName = "pgquectl serve ticker"
 	cc, err := db.ParseConfig(conn)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/status"
 )
 
@@ -23,6 +24,21 @@ const exitInterrupted = 130
 // statusTimeout bounds one status run without --watch beyond its sample.
 const statusTimeout = 2 * time.Minute
 
+// status's settings (flags; the threshold flags come from
+// status.ThresholdFlags).
+var (
+	keyStatusSample = config.Key[time.Duration]{Name: "sample", Default: 5 * time.Second,
+		Help: "how long to sample the WAL rate (0: skip)"}
+	keyStatusCheck = config.Key[bool]{Name: "check",
+		Help: "print a one-line summary and exit 0 OK / 1 WARN / 2 CRIT / 3 UNKNOWN"}
+	keyStatusOutput = config.Key[string]{Name: "output", Short: "o", Default: status.FormatTable,
+		Help: "output format: table (fits 120 columns), wide (every column) or json"}
+	keyStatusWatch = config.Key[time.Duration]{Name: "watch",
+		Help: "refresh every interval until Ctrl-C (e.g. 2s)"}
+	keyStatusQueryTimeout = config.Key[time.Duration]{Name: "query-timeout", Default: 10 * time.Second,
+		Help: "bound for each query"}
+)
+
 func newStatusCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [--sample 5s] [--check] [-o table|wide|json] [--watch 2s] [threshold flags]",
@@ -33,7 +49,8 @@ bloat (dead tuples of the event, tick, subscription and cursor tables against
 their bounds), WAL (bytes/s over --sample, the share ticking accounts for),
 the xmin horizon (sessions, prepared transactions, replication slots),
 pg_cron (our jobs, failures, staleness) or the ticker daemon's leader, and
-PostgreSQL's NOTIFY queue. docs/status.md lists every check and threshold.
+PostgreSQL's NOTIFY queue. docs/reference/status.md lists every check and
+threshold.
 
 A non-superuser needs pg_monitor (and pgque_reader, and USAGE on schema cron
 in the pg_cron database); a section the role cannot read says which grant
@@ -75,11 +92,11 @@ monitoring-plugin convention; 3 also when the database cannot be reached).`,
 		},
 	}
 	f := cmd.Flags()
-	f.Duration("sample", 5*time.Second, "how long to sample the WAL rate (0: skip)")
-	f.Bool("check", false, "print a one-line summary and exit 0 OK / 1 WARN / 2 CRIT / 3 UNKNOWN")
-	f.StringP("output", "o", status.FormatTable, "output format: table (fits 120 columns), wide (every column) or json")
-	f.Duration("watch", 0, "refresh every interval until Ctrl-C (e.g. 2s)")
-	f.Duration("query-timeout", 10*time.Second, "bound for each query")
+	addFlag(f, keyStatusSample)
+	addFlag(f, keyStatusCheck)
+	addFlag(f, keyStatusOutput)
+	addFlag(f, keyStatusWatch)
+	addFlag(f, keyStatusQueryTimeout)
 	addThresholdFlags(f, status.DefaultThresholds())
 	return cmd
 }
@@ -113,11 +130,11 @@ func statusOptions(a *app) (status.RunOptions, error) {
 	c := a.conn()
 	c.ApplicationName = "pgquectl status"
 	o := status.RunOptions{
-		Options: status.Options{Conn: c, Sample: a.durationFlag("sample"), Thresholds: t,
-			QueryTimeout: a.durationFlag("query-timeout"), Log: a.log},
-		Format: a.v.GetString("output"),
-		Check:  a.v.GetBool("check"),
-		Watch:  a.durationFlag("watch"),
+		Options: status.Options{Conn: c, Sample: get(a, keyStatusSample), Thresholds: t,
+			QueryTimeout: get(a, keyStatusQueryTimeout), Log: a.log},
+		Format: get(a, keyStatusOutput),
+		Check:  get(a, keyStatusCheck),
+		Watch:  get(a, keyStatusWatch),
 	}
 	if err := o.Validate(); err != nil {
 		return o, usagef("%w", err)

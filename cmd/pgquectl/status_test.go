@@ -378,7 +378,7 @@ func TestStatusTickingDowntime(t *testing.T) {
 }
 
 // TestStatusMonitorRoleFullOK: a NOSUPERUSER LOGIN role with the grants
-// docs/status.md documents gets a full OK (exit 0) from --check on a
+// docs/reference/status.md documents gets a full OK (exit 0) from --check on a
 // healthy database that pg_cron ticks, although pg_cron's row-level
 // security hides the superuser's jobs from it.
 func TestStatusMonitorRoleFullOK(t *testing.T) {
@@ -396,7 +396,7 @@ func TestStatusMonitorRoleFullOK(t *testing.T) {
 	statusExec(t, conn, `SELECT pgque.create_queue('orders')`)
 	statusExec(t, conn, `SELECT pgque.subscribe('orders', 'billing')`)
 
-	// The documented grants (docs/status.md, "Running as a non-superuser").
+	// The documented grants (docs/reference/status.md, "Running as a non-superuser").
 	role := fmt.Sprintf("status_monitor_%d", time.Now().UnixNano()%1_000_000_000)
 	server := pgtest.Conn(t, pgtest.Server(t))
 	statusExec(t, server, `CREATE ROLE `+role+` LOGIN NOSUPERUSER PASSWORD 'pw'`)

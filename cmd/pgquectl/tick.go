@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/ticker"
 )
 
@@ -18,6 +19,26 @@ func init() { commands = append(commands, newTickCmd) }
 
 // tickTimeout bounds `tick` without --run (detection, settings, pg_cron).
 const tickTimeout = time.Minute
+
+// tick's settings (flags).
+var (
+	keyTickHz = config.Key[int]{Name: "hz",
+		Help: "ticks per second, 1..1000 (or --period)"}
+	keyTickPeriod = config.Key[time.Duration]{Name: "period",
+		Help: "tick period in whole milliseconds, 1ms..60s (the engine's range; or --hz)"}
+	keyTickQueue = config.Key[string]{Name: "queue",
+		Help: "set the period of this queue only (default: the installation default)"}
+	keyTickRotationPeriod = config.Key[time.Duration]{Name: "rotation-period",
+		Help: "pin the metadata rotation period, 100ms..1h (default: derived by the engine, clamp(300 × period, 1s, 30s))"}
+	keyTickDryRun = config.Key[bool]{Name: "dry-run",
+		Help: "print the plan (what the engine would use), change nothing"}
+	keyTickOff = config.Key[bool]{Name: "off",
+		Help: "stop ticking through pg_cron: end the running loop, remove our pg_cron jobs"}
+	keyTickRun = config.Key[bool]{Name: "run",
+		Help: "run the ticker daemon in the foreground instead of pg_cron jobs"}
+	keyTickStatus = config.Key[bool]{Name: "status",
+		Help: "show the current ticking (the default without other flags), change nothing"}
+)
 
 func newTickCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -70,9 +91,9 @@ like PgQ's pgqd; start several for failover, one leads (advisory lock).`,
   pgquectl tick --off`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			off, run, dry, status := a.v.GetBool("off"), a.v.GetBool("run"), a.v.GetBool("dry-run"), a.v.GetBool("status")
-			queue := a.v.GetString("queue")
-			setting := a.v.IsSet("hz") || a.v.IsSet("period") || a.v.IsSet("rotation-period") || queue != ""
+			off, run, dry, status := get(a, keyTickOff), get(a, keyTickRun), get(a, keyTickDryRun), get(a, keyTickStatus)
+			queue := get(a, keyTickQueue)
+			setting := isSet(a, keyTickHz) || isSet(a, keyTickPeriod) || isSet(a, keyTickRotationPeriod) || queue != ""
 			if status || (!off && !run && !dry && !setting) {
 				if status && (off || run || dry || setting) {
 					return usagef("--status only shows the current ticking: pass it alone")
@@ -106,8 +127,8 @@ like PgQ's pgqd; start several for failover, one leads (advisory lock).`,
 			if err != nil {
 				return err
 			}
-			rot := a.v.GetDuration("rotation-period")
-			if a.v.IsSet("rotation-period") && (rot <= 0 || rot%time.Millisecond != 0) {
+			rot := get(a, keyTickRotationPeriod)
+			if isSet(a, keyTickRotationPeriod) && (rot <= 0 || rot%time.Millisecond != 0) {
 				return usagef("--rotation-period %s: use a positive whole number of milliseconds (default: derived by the engine)", rot)
 			}
 			o := ticker.Options{Period: period, Queue: queue, Rotation: rot, DryRun: dry}
@@ -132,30 +153,30 @@ like PgQ's pgqd; start several for failover, one leads (advisory lock).`,
 		},
 	}
 	f := cmd.Flags()
-	f.Int("hz", 0, "ticks per second, 1..1000 (or --period)")
-	f.Duration("period", 0, "tick period in whole milliseconds, 1ms..60s (the engine's range; or --hz)")
-	f.String("queue", "", "set the period of this queue only (default: the installation default)")
-	f.Duration("rotation-period", 0, "pin the metadata rotation period, 100ms..1h (default: derived by the engine, clamp(300 × period, 1s, 30s))")
-	f.Bool("dry-run", false, "print the plan (what the engine would use), change nothing")
-	f.Bool("off", false, "stop ticking through pg_cron: end the running loop, remove our pg_cron jobs")
-	f.Bool("run", false, "run the ticker daemon in the foreground instead of pg_cron jobs")
-	f.Bool("status", false, "show the current ticking (the default without other flags), change nothing")
+	addFlag(f, keyTickHz)
+	addFlag(f, keyTickPeriod)
+	addFlag(f, keyTickQueue)
+	addFlag(f, keyTickRotationPeriod)
+	addFlag(f, keyTickDryRun)
+	addFlag(f, keyTickOff)
+	addFlag(f, keyTickRun)
+	addFlag(f, keyTickStatus)
 	return cmd
 }
 
 // tickPeriod reads --hz / --period (exactly one).
 func tickPeriod(a *app) (time.Duration, error) {
-	hz, period := a.v.GetInt("hz"), a.v.GetDuration("period")
+	hz, period := get(a, keyTickHz), get(a, keyTickPeriod)
 	switch {
-	case a.v.IsSet("hz") && a.v.IsSet("period"):
+	case isSet(a, keyTickHz) && isSet(a, keyTickPeriod):
 		return 0, usagef("pass --hz or --period, not both")
-	case a.v.IsSet("hz"):
+	case isSet(a, keyTickHz):
 		if hz < 1 || hz > 1000 {
 			return 0, usagef("--hz %d out of range: use 1..1000 (e.g. --hz 100 ticks every 10ms)", hz)
 		}
 		// Periods are whole milliseconds: --hz 3 ticks every 333ms.
 		return (time.Second / time.Duration(hz)).Round(time.Millisecond), nil
-	case a.v.IsSet("period"):
+	case isSet(a, keyTickPeriod):
 		if err := ticker.ValidatePeriod(period); err != nil {
 			return 0, usagef("--period: %w", err)
 		}

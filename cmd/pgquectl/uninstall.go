@@ -6,7 +6,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/install"
+)
+
+// uninstall's settings (flags).
+var (
+	keyUninstallForce = config.Key[bool]{Name: "force",
+		Help: "uninstall even though queues hold unconsumed events (they are lost)"}
+	keyUninstallDropRoles = config.Key[bool]{Name: "drop-roles",
+		Help: "also drop the roles pgque_reader, pgque_writer, pgque_admin"}
+	keyUninstallDryRun = config.Key[bool]{Name: "dry-run",
+		Help: "print what would be removed and change nothing"}
 )
 
 func newUninstallCmd(a *app) *cobra.Command {
@@ -28,9 +39,9 @@ uses them).`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), installTimeout)
 			defer cancel()
 			opts := install.UninstallOptions{
-				Force:     a.v.GetBool("force"),
-				DropRoles: a.v.GetBool("drop-roles"),
-				DryRun:    a.v.GetBool("dry-run"),
+				Force:     get(a, keyUninstallForce),
+				DropRoles: get(a, keyUninstallDropRoles),
+				DryRun:    get(a, keyUninstallDryRun),
 				Out:       cmd.OutOrStdout(),
 				Log:       a.log,
 			}
@@ -46,8 +57,8 @@ uses them).`,
 			return nil
 		},
 	}
-	cmd.Flags().Bool("force", false, "uninstall even though queues hold unconsumed events (they are lost)")
-	cmd.Flags().Bool("drop-roles", false, "also drop the roles pgque_reader, pgque_writer, pgque_admin")
-	cmd.Flags().Bool("dry-run", false, "print what would be removed and change nothing")
+	addFlag(cmd.Flags(), keyUninstallForce)
+	addFlag(cmd.Flags(), keyUninstallDropRoles)
+	addFlag(cmd.Flags(), keyUninstallDryRun)
 	return cmd
 }

@@ -77,7 +77,11 @@ type ackCall struct {
 	items int
 	res   [][]AckResult
 	err   error
-	done  chan struct{}
+	// done is closed when the request's answer is in, or when it is
+	// promoted to run the next transaction itself (lead, set under the
+	// mutex). nil for a request that runs its transaction at once.
+	done chan struct{}
+	lead bool
 }
 
 // AckCombiner defaults.
@@ -108,8 +112,15 @@ func NewAckCombiner(db BatchQuerier, concurrency, maxItems int, timeout time.Dur
 // scope's queues, like AckBatchIn per part, all parts in one transaction
 // (all or nothing for database errors), possibly with other requests. The
 // answer has one result slice per part, indexed within the part.
+//
+// The transaction runs on the goroutine of its first request (no hand-off
+// to a worker and back), as Combiner's calls do: a request that finds a
+// slot free runs at once, with itself first and the requests waiting
+// behind it; one that waits is either answered by the transaction that
+// took it or promoted, when a transaction ends, to run the next one. So
+// each request is woken at most once.
 func (c *AckCombiner) Ack(ctx context.Context, scope Scope, parts []AckPart) ([][]AckResult, error) {
-	ac := &ackCall{scope: scope, done: make(chan struct{})}
+	ac := &ackCall{scope: scope}
 	for _, p := range parts {
 		if len(p.Acks) == 0 {
 			continue
@@ -125,33 +136,65 @@ func (c *AckCombiner) Ack(ctx context.Context, scope Scope, parts []AckPart) ([]
 	}
 	ac.res = make([][]AckResult, len(ac.parts))
 	c.mu.Lock()
-	c.waiting = append(c.waiting, ac)
-	start := c.running < c.concurrency
-	if start {
+	lead := c.running < c.concurrency
+	if lead {
 		c.running++
+	} else {
+		ac.done = make(chan struct{})
+		c.waiting = append(c.waiting, ac)
 	}
 	c.mu.Unlock()
-	if start {
-		go c.loop()
-	}
-	select {
-	case <-ac.done:
-		if ac.err != nil {
-			return nil, ac.err
+	if !lead {
+		select {
+		case <-ac.done:
+		case <-ctx.Done():
+			if err := c.withdraw(ac, ctx.Err()); err != nil {
+				return nil, err
+			}
+			// Taken or promoted meanwhile: its done is closed.
 		}
-		return answers(parts, ac.res), nil
-	case <-ctx.Done():
+		c.mu.Lock()
+		lead = ac.lead
+		c.mu.Unlock()
+		if !lead {
+			if ac.err != nil {
+				return nil, ac.err
+			}
+			return answers(parts, ac.res), nil
+		}
+		ac.done = nil // closed by the promotion; the leader needs none
 	}
+	c.lead(ac)
+	if ac.err != nil {
+		return nil, ac.err
+	}
+	return answers(parts, ac.res), nil
+}
+
+// withdraw takes a request whose context ended (err) back: nothing acked
+// when it still waits, or when it was promoted and has not run (its slot
+// then goes to the next waiter). nil when its transaction took it: the
+// answer is coming (its done is closed or will be).
+func (c *AckCombiner) withdraw(ac *ackCall, err error) error {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	for i, w := range c.waiting {
 		if w == ac { // not taken yet: withdrawn, nothing acked
 			c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
-			c.mu.Unlock()
-			return nil, fmt.Errorf("ack: %w (nothing was acknowledged)", ctx.Err())
+			return fmt.Errorf("ack: %w (nothing was acknowledged)", err)
 		}
 	}
-	c.mu.Unlock()
-	return nil, fmt.Errorf("ack: %w (the acks may still be applied: acking again is a noop then)", ctx.Err())
+	if ac.lead {
+		ac.lead = false
+		c.handOffLocked()
+		return fmt.Errorf("ack: %w (nothing was acknowledged)", err)
+	}
+	select {
+	case <-ac.done:
+		return nil
+	default:
+	}
+	return fmt.Errorf("ack: %w (the acks may still be applied: acking again is a noop then)", err)
 }
 
 // answers is one result slice per part: an empty part's empty, the others'
@@ -187,49 +230,54 @@ func (c *AckCombiner) Stats() AckCombinerStats {
 	return AckCombinerStats{Transactions: c.txns.Load(), Statements: c.statements.Load(), Requests: c.requests.Load()}
 }
 
-// loop runs combined transactions while requests wait, then gives its
-// slot back.
-func (c *AckCombiner) loop() {
-	for {
-		c.mu.Lock()
-		if len(c.waiting) == 0 {
-			c.running--
-			c.mu.Unlock()
-			return
-		}
-		n := c.take()
-		batch := make([]*ackCall, n)
-		copy(batch, c.waiting[:n])
-		rest := copy(c.waiting, c.waiting[n:])
-		clear(c.waiting[rest:])
-		c.waiting = c.waiting[:rest]
-		c.mu.Unlock()
-		c.run(batch)
-	}
+// lead runs one combined transaction holding a slot: ac first, then the
+// requests waiting behind it (take), and passes the slot on.
+func (c *AckCombiner) lead(ac *ackCall) {
+	c.mu.Lock()
+	n := c.take(ac)
+	batch := make([]*ackCall, 0, n+1)
+	batch = append(batch, ac)
+	batch = append(batch, c.waiting[:n]...)
+	rest := copy(c.waiting, c.waiting[n:])
+	clear(c.waiting[rest:])
+	c.waiting = c.waiting[:rest]
+	c.mu.Unlock()
+	c.run(batch)
+	c.mu.Lock()
+	c.handOffLocked()
+	c.mu.Unlock()
 }
 
-// take says how many of the waiting requests (at least one, in arrival
-// order) go in the next transaction: up to maxItems acks, stopping before a
-// request whose group is in the batch under a scope overlapping its own
+// handOffLocked passes a finished transaction's slot to the oldest waiting
+// request (which then runs the next transaction), or frees it. c.mu is
+// held.
+func (c *AckCombiner) handOffLocked() {
+	if len(c.waiting) == 0 {
+		c.running--
+		return
+	}
+	next := c.waiting[0]
+	rest := copy(c.waiting, c.waiting[1:])
+	c.waiting[rest] = nil
+	c.waiting = c.waiting[:rest]
+	next.lead = true
+	close(next.done)
+}
+
+// take says how many of the waiting requests (in arrival order) join
+// first's transaction: up to maxItems acks (first whole), stopping before
+// a request whose group is in the batch under a scope overlapping its own
 // (AnyTenant and a tenant). Called with mu held.
-func (c *AckCombiner) take() int {
+func (c *AckCombiner) take(first *ackCall) int {
 	type kinds struct{ any, scoped bool }
 	seen := map[string]kinds{}
-	n, items := 0, 0
-	for ; n < len(c.waiting); n++ {
-		ac := c.waiting[n]
-		if n > 0 && items+ac.items > c.maxItems {
-			break
-		}
-		clash := false
+	items := 0
+	add := func(ac *ackCall) bool {
 		for _, p := range ac.parts {
 			k := seen[p.Group]
 			if ac.scope.scoped && k.any || !ac.scope.scoped && k.scoped {
-				clash = true
+				return false
 			}
-		}
-		if n > 0 && clash {
-			break
 		}
 		for _, p := range ac.parts {
 			k := seen[p.Group]
@@ -238,6 +286,15 @@ func (c *AckCombiner) take() int {
 			seen[p.Group] = k
 		}
 		items += ac.items
+		return true
+	}
+	add(first)
+	n := 0
+	for ; n < len(c.waiting); n++ {
+		ac := c.waiting[n]
+		if items+ac.items > c.maxItems || !add(ac) {
+			break
+		}
 	}
 	return n
 }
@@ -250,12 +307,20 @@ func (c *AckCombiner) run(batch []*ackCall) {
 	if err != nil && len(batch) > 1 && retryAlone(err) {
 		for _, ac := range batch {
 			ac.err = c.call([]*ackCall{ac})
-			close(ac.done)
+			ac.finish()
 		}
 		return
 	}
 	for _, ac := range batch {
 		ac.err = err
+		ac.finish()
+	}
+}
+
+// finish wakes a request that waits for its answer (the leader, which
+// runs the transaction, waits on nothing).
+func (ac *ackCall) finish() {
+	if ac.done != nil {
 		close(ac.done)
 	}
 }

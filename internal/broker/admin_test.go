@@ -139,7 +139,7 @@ func TestSeek(t *testing.T) {
 	}
 	// The seek to the end skipped the held message: its ack under the
 	// dropped lease changes nothing, a noop (the message is below the
-	// position; docs/broker.md, Ack).
+	// position; docs/design/broker.md, Ack).
 	if res := e.ack("g", ackOf(held.Messages[0], "")); !res[0].Success || !res[0].Noop {
 		t.Errorf("ack of a lease dropped by a seek to the end: %+v; want a noop", res)
 	}

@@ -3,7 +3,7 @@
 // administration. Each operation is one call of one pgque SQL function (one
 // database round trip); PostgreSQL is the authority on claims, leases and
 // cursors. The package knows no HTTP: the server maps its types to the
-// Queen v1 wire format. See docs/broker.md.
+// Queen v1 wire format. See docs/design/broker.md.
 package broker
 
 import (

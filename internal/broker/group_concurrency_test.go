@@ -862,7 +862,7 @@ func (c *gcConsumer) ack(ctx context.Context, items []ackItem, repeat bool) ([]b
 		case repeat && !r.Success && claimResolved(cl, key, prior):
 			// Every event of the claim was resolved by an applied ack: the
 			// position is past them all, so acking one again is a noop
-			// whatever the lease (docs/broker.md "The cursor model", Ack).
+			// whatever the lease (docs/design/broker.md "The cursor model", Ack).
 			st.problems = append(st.problems, fmt.Sprintf("%s: a repeat of a resolved claim refused (%q)", where, r.Error))
 		case !applied && !repeat && a.leaseGiven && cl.redeliverAt.IsZero() && len(prior) == 0 &&
 			start.Before(cl.until.Add(-500*time.Millisecond)):

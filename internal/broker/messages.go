@@ -175,7 +175,7 @@ func GetMessage(ctx context.Context, q Querier, tenant, partitionUUID, txn strin
 
 // DeleteMessage marks a message deleted by its Queen address in a queue of
 // tenant ("" = default): consumer groups never receive it again (its event
-// row stays; docs/broker.md "Deleting a message"). ErrNotFound when
+// row stays; docs/design/broker.md "Deleting a message"). ErrNotFound when
 // nothing was marked (unknown, another tenant's, deleted already):
 // pgque.message_delete.
 func DeleteMessage(ctx context.Context, q Querier, tenant, partitionUUID, txn string) error {

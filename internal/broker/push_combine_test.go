@@ -303,3 +303,30 @@ func TestCombinerPromotedPushWithdrawnPassesTheSlotOn(t *testing.T) {
 		t.Errorf("withdraw with no waiter: %v, running %d, want an error and 0", err, c.running)
 	}
 }
+
+// A request promoted to run the next transaction whose context ended
+// before it ran acks nothing and passes the slot to the next waiting
+// request (the transactions run on their requests' goroutines: without the
+// pass the slot would be lost and the waiters stuck).
+func TestAckCombinerPromotedRequestWithdrawnPassesTheSlotOn(t *testing.T) {
+	c := NewAckCombiner(nil, 1, 0, time.Second)
+	promoted := &ackCall{items: 1, lead: true}
+	next := &ackCall{items: 1, done: make(chan struct{})}
+	c.running, c.waiting = 1, []*ackCall{next}
+	err := c.withdraw(promoted, context.Canceled)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing was acknowledged") {
+		t.Fatalf("withdraw: %v", err)
+	}
+	select {
+	case <-next.done:
+	default:
+		t.Fatal("the next waiting request was not promoted")
+	}
+	if !next.lead || c.running != 1 || len(c.waiting) != 0 {
+		t.Errorf("after the withdrawal: next.lead %v, running %d, waiting %d; want true, 1, 0", next.lead, c.running, len(c.waiting))
+	}
+	// Nothing waits: the slot is freed.
+	if err := c.withdraw(&ackCall{lead: true}, context.Canceled); err == nil || c.running != 0 {
+		t.Errorf("withdraw with no waiter: %v, running %d, want an error and 0", err, c.running)
+	}
+}

@@ -1,6 +1,8 @@
 // Package config holds the typed configuration that cmd/pgquectl builds from
-// flags, environment and the config file. Nothing in internal/ reads viper or
-// the environment itself: it receives these structs.
+// flags, environment and the config file: each setting declared once as a
+// Key (name, default, help), the hot-list's tunables (Hotlist) and the
+// structs other packages receive. Nothing in internal/ reads viper or the
+// environment itself: cmd/pgquectl's viper is passed in as a Source.
 package config
 
 import "time"

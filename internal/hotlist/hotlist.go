@@ -205,7 +205,8 @@ func (q *queue) withIndex(ref PartRef, create bool, fn func(idx uint32)) bool {
 // every existing ring of the queue (a queue without rings has nothing to
 // update: its first pop reseeds from the database). Local marks (push,
 // commit, DLQ) are also hinted to peers. Marks from push wake the queue's
-// waiters at the next wake tick; commit and DLQ wake them now.
+// waiters at the next wake tick; commit and DLQ wake them now; a push
+// whose waiters the caller wakes itself (SourcePushWoken) not at all.
 func (h *HotList) Mark(key string, ref PartRef, src Source) {
 	switch {
 	case src.local():
@@ -229,9 +230,10 @@ func (h *HotList) Mark(key string, ref PartRef, src Source) {
 	if h.traced(key) {
 		h.trace(key, "mark", "partition", ref.Name, "id", ref.ID, "source", src.String())
 	}
-	if src.wakeNow() {
+	switch {
+	case src.wakeNow():
 		h.wake.now(key)
-	} else {
+	case src != SourcePushWoken:
 		h.wake.later(key)
 	}
 }

@@ -756,3 +756,24 @@ func TestEmptyAfterMarkBacksOffWithoutClaimsSeeMarks(t *testing.T) {
 	g.clock.Advance(100 * time.Millisecond)
 	eq(t, "without the option: revisited", g.listed(t, "g"), []string{"a"})
 }
+
+// A push mark whose waiters the caller wakes itself marks the partition
+// but wakes nobody, now or at the tick (the broker's gate woke them).
+func TestPushWokenMarkDoesNotWake(t *testing.T) {
+	e := setup(t, Options{})
+	e.listed(t, "g")
+	wake, cancel := e.h.Subscribe(e.key)
+	defer cancel()
+	e.h.Mark(e.key, PartRef{ID: NoID, Name: "a"}, SourcePushWoken)
+	if n := e.h.WakeTick(); n != 0 {
+		t.Fatalf("the tick woke %d keys, want 0", n)
+	}
+	select {
+	case <-wake:
+		t.Fatal("a push mark woken by its caller woke the hot-list's waiter too")
+	default:
+	}
+	if co, _ := e.out(t, "g"); len(co.Candidates()) != 1 {
+		t.Fatalf("candidates after the mark: %+v, want a", co.Candidates())
+	}
+}

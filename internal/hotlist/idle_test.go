@@ -275,3 +275,85 @@ func parkedGate(t *testing.T, tick time.Duration) (*HotList, func(time.Time), <-
 	settle(t, "wake", &h.st.wakeLoop)
 	return h, park, wake
 }
+
+// (g) An entry parked later than one the loop already naps for does not
+// kick the loop (a pop parking its partitions after leased claims would
+// otherwise wake it every time); the earlier one still wakes the gate when
+// due.
+func TestWakeLoopLaterEntryDoesNotKick(t *testing.T) {
+	const tick = time.Millisecond
+	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
+	key := Key("t", "q")
+	co, err := h.Checkout(ctxT(t), Request{Key: key, Group: "g", Batch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	co.CheckIn(nil)
+	h.Mark(key, PartRef{ID: NoID, Name: "a"}, SourcePush) // nobody waits yet: no wake, no kick
+	h.Mark(key, PartRef{ID: NoID, Name: "b"}, SourcePush)
+	wake, unsub := h.Subscribe(key)
+	defer unsub()
+	settle(t, "wake", &h.st.wakeLoop)
+	lease := func(until time.Time) {
+		t.Helper()
+		co, err := h.Checkout(ctxT(t), Request{Key: key, Group: "g", Batch: 1, Partitions: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := co.Candidates()
+		if len(c) != 1 {
+			t.Fatalf("candidates %v", c)
+		}
+		co.CheckIn([]Verdict{{PartitionID: NoID, Partition: c[0].Name, Kind: VerdictLeased, Until: until}})
+	}
+	first := time.Now().Add(900 * time.Millisecond)
+	lease(first)
+	// The loop takes the kick and naps until the first entry is due.
+	for r := h.st.wakeLoop.rounds.Load(); ; {
+		time.Sleep(20 * time.Millisecond)
+		n := h.st.wakeLoop.rounds.Load()
+		if n == r {
+			break
+		}
+		r = n
+	}
+	before := h.st.wakeLoop.rounds.Load()
+	lease(first.Add(time.Second))
+	time.Sleep(200 * time.Millisecond)
+	if time.Now().Before(first) {
+		if n := h.st.wakeLoop.rounds.Load() - before; n != 0 {
+			t.Fatalf("the later entry ran %d wake rounds before the earlier one was due", n)
+		}
+	}
+	got := waitWake(t, wake, "the first lease end")
+	wokenAfter(t, got, first, time.Second, "")
+}
+
+// (h) A long-poll subscribing to a queue others already wait on, while
+// the loop naps for that queue's wheel entry, does not kick the loop (the
+// first gate's kick made the loop read the queue's wheel); the entry
+// still wakes both gates when due.
+func TestWakeLoopSecondGateDoesNotKick(t *testing.T) {
+	h, park, wake := parkedGate(t, time.Millisecond)
+	until := time.Now().Add(900 * time.Millisecond)
+	park(until)
+	for r := h.st.wakeLoop.rounds.Load(); ; { // the park's kick taken: the loop naps
+		time.Sleep(20 * time.Millisecond)
+		n := h.st.wakeLoop.rounds.Load()
+		if n == r {
+			break
+		}
+		r = n
+	}
+	before := h.st.wakeLoop.rounds.Load()
+	wake2, unsub := h.Subscribe(Key("t", "q"))
+	defer unsub()
+	time.Sleep(200 * time.Millisecond)
+	if time.Now().Before(until) {
+		if n := h.st.wakeLoop.rounds.Load() - before; n != 0 {
+			t.Fatalf("a second gate ran %d wake rounds before the entry was due", n)
+		}
+	}
+	wokenAfter(t, waitWake(t, wake, "first gate"), until, time.Second, "")
+	wokenAfter(t, waitWake(t, wake2, "second gate"), until, time.Second, "")
+}

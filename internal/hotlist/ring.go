@@ -203,15 +203,26 @@ func (s *subRing) nextDue() int64 {
 func (s *subRing) push(e wheelEntry) {
 	if s.hint != nil {
 		s.parks.Add(1)
+		earlier := false
 		for {
 			cur := s.hint.Load()
-			if (cur != 0 && cur <= e.at) || s.hint.CompareAndSwap(cur, e.at) {
+			if cur != 0 && cur <= e.at {
+				break
+			}
+			if s.hint.CompareAndSwap(cur, e.at) {
+				earlier = true
 				break
 			}
 		}
 		// After the hint: the round the kick starts reads it. (Non-blocking,
-		// so fine under s.mu.)
-		kickChan(s.kick)
+		// so fine under s.mu.) Only when the entry moved the queue's
+		// earliest: the loop already wakes at (or was kicked for) an
+		// earlier one, and the round then reads this entry too - a pop
+		// that parks its partitions after a leased claim does not wake the
+		// loop each time.
+		if earlier {
+			kickChan(s.kick)
+		}
 	}
 	s.wheel = append(s.wheel, e)
 	i := len(s.wheel) - 1

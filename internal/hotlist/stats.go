@@ -103,7 +103,7 @@ func (h *HotList) Top(n int) []RingStat {
 	return all[:min(n, len(all))]
 }
 
-// LogStats writes the periodic summary line (see docs/hotlist.md);
+// LogStats writes the periodic summary line (see docs/design/hotlist.md);
 // prev is the previous snapshot, for rates.
 func (h *HotList) LogStats(prev Stats) Stats {
 	s := h.Stats()

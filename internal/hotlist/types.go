@@ -13,7 +13,7 @@
 // set-based pop-list over them and checks the verdicts back in; it reports
 // marks (pushes, commits, dead-letter moves), acks, seeks and group deletes;
 // and it implements Reseeder (the SQL reseed) and PeerTransport (LISTEN /
-// NOTIFY between brokers of one database). See docs/hotlist.md.
+// NOTIFY between brokers of one database). See docs/design/hotlist.md.
 package hotlist
 
 import (
@@ -57,11 +57,18 @@ const (
 	SourcePeer
 	// SourceReseed: a row of the reseed scan. Never sent to peers.
 	SourceReseed
+	// SourcePushWoken: a local push whose waiters the caller wakes itself,
+	// at once (the broker opens the queue's wake gate after the push
+	// committed, and its long-polls park on that gate too): a mark like
+	// SourcePush's but no wake of its own - the quiet one would only wake
+	// those waiters a second time, ≈5 ms later, and run the wake loop for
+	// it.
+	SourcePushWoken
 )
 
 func (s Source) String() string {
 	switch s {
-	case SourcePush:
+	case SourcePush, SourcePushWoken:
 		return "push"
 	case SourceCommit:
 		return "commit"
@@ -75,7 +82,9 @@ func (s Source) String() string {
 	return "unknown"
 }
 
-func (s Source) local() bool   { return s == SourcePush || s == SourceCommit || s == SourceDLQ }
+func (s Source) local() bool {
+	return s == SourcePush || s == SourcePushWoken || s == SourceCommit || s == SourceDLQ
+}
 func (s Source) wakeNow() bool { return s == SourceCommit || s == SourceDLQ }
 
 // PartRef names a partition by whatever the caller knows: its database id

@@ -43,13 +43,18 @@ func (h *HotList) Subscribe(key string) (wake <-chan struct{}, cancel func()) {
 		m = map[*gate]struct{}{}
 		w.gates[key] = m
 	}
+	first := len(m) == 0
 	m[g] = struct{}{}
 	w.mu.Unlock()
 	// A wheel entry pushed while nobody waited on key kicked a round that
 	// skipped the key; now that a gate waits, the sleeping loop must look.
 	// Checked after the gate is in: a push before the check is seen here,
-	// one after it kicks a round that sees the gate.
-	if q := h.lookup(key); q != nil && q.wheelHint.Load() != 0 {
+	// one after it kicks a round that sees the gate. Only for the key's
+	// first gate: while others wait, the key has waited since a kick of
+	// its own (the round that took it read its wheel), so the loop already
+	// naps for its entries - a long-poll arriving on a busy queue does not
+	// wake the loop.
+	if q := h.lookup(key); first && q != nil && q.wheelHint.Load() != 0 {
 		w.kickLoop()
 	}
 	var once sync.Once
@@ -95,7 +100,7 @@ func (w *wakeHub) later(key string) {
 
 // WakeTick wakes every key marked since the previous tick once, and every
 // waited-on key whose wheel has a due entry. The background loop calls it
-// every WakeTick (≈5 ms) while there is something it could wake. It
+// every Options.WakeTick while there is something it could wake. It
 // returns how many keys it woke.
 func (h *HotList) WakeTick() int {
 	n, _ := h.wakeRound()

@@ -20,7 +20,7 @@ import (
 // the hot-list path at 100 and 10,000 partitions (every partition with a
 // old event, group g subscribed after it, 10 of them hot): one reseed scan (group_reseed, all
 // pages) and pop_list over the hot candidates. Numbers only
-// (docs/hotlist.md, "What grows with the partitions"); PGQUE_HOTCOST=1
+// (docs/design/hotlist.md, "What grows with the partitions"); PGQUE_HOTCOST=1
 // runs it.
 func TestPerPopCost(t *testing.T) {
 	if os.Getenv("PGQUE_HOTCOST") != "1" {

@@ -69,7 +69,7 @@ func (r *timedRows) Close() {
 // PostgreSQL: 1,000 partitions, 10 or 100 of them hot (2,000 messages),
 // 8 concurrent consumers popping batches of 10 from one partition with
 // auto-ack until the hot partitions are drained: pops/s and database time
-// per pop. Numbers only (docs/hotlist.md); set PGQUE_KWIDTH=1 to run it.
+// per pop. Numbers only (docs/design/hotlist.md); set PGQUE_KWIDTH=1 to run it.
 func TestKWidth(t *testing.T) {
 	if os.Getenv("PGQUE_KWIDTH") != "1" {
 		t.Skip("measurement: set PGQUE_KWIDTH=1")

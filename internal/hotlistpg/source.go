@@ -3,7 +3,7 @@
 // hot-list, runs one pgque.pop_list call over them and checks them back in
 // by verdict; the SQL reseeder (pgque.group_reseed); and the peer
 // transport that carries dirty hints between brokers of one database over
-// LISTEN / NOTIFY. See docs/hotlist.md.
+// LISTEN / NOTIFY. See docs/design/hotlist.md.
 package hotlistpg
 
 import (
@@ -258,7 +258,10 @@ func (s *Source) Note(ev broker.Event) {
 	switch ev.Kind {
 	case broker.EventPushed, broker.EventCommitted:
 		key := s.names.Key(ev.Queue)
-		src := hotlist.SourcePush
+		// A push's waiters are woken by the broker's gate (it opens the
+		// queue's gate right after this note, and its long-polls park on
+		// it): the hot-list's quiet wake would wake them again.
+		src := hotlist.SourcePushWoken
 		if ev.Kind == broker.EventCommitted {
 			src = hotlist.SourceCommit
 		}

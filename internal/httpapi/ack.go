@@ -140,7 +140,9 @@ func (s *Server) doAcks(w http.ResponseWriter, r *http.Request, group string, it
 	}
 	out := mergeAcks(len(items), idx, res)
 	s.afterAcks(out, items, group)
-	writeJSON(w, http.StatusOK, ackResults(out))
+	rs := ackResults(out)
+	writeEncoded(w, http.StatusOK, func(b []byte) ([]byte, bool) { return appendAckResults(b, rs), true },
+		func() any { return rs })
 	return nil
 }
 

@@ -104,7 +104,9 @@ func (s *Server) serveResult(w http.ResponseWriter, r *http.Request, q popQuery,
 			t.Release()
 			s.metrics.popResults.WithLabelValues("messages").Inc()
 			setServerTiming(w, timing{"db", dbTime}, timing{"park", parkTime})
-			writeJSON(w, http.StatusOK, s.popResponse(r, queue, q.pop, res))
+			resp := s.popResponse(r, queue, q.pop, res)
+			writeEncoded(w, http.StatusOK, func(b []byte) ([]byte, bool) { return appendPopResponse(b, &resp) },
+				func() any { return resp })
 			return nil
 		}
 		remaining := time.Until(deadline)

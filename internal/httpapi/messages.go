@@ -17,7 +17,7 @@ import (
 // A message is addressed by its partition's UUID and its transactionId
 // (its message id works too). A delete marks the message (event rows are
 // never changed): consumer groups never receive it again. See
-// docs/broker.md "Messages".
+// docs/reference/http.md "Messages".
 
 type busStatus struct {
 	ConsumedBy  int `json:"consumedBy"`

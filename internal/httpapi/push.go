@@ -39,8 +39,8 @@ func pushItems(r *http.Request, items []pushItem, field string) ([]broker.Item, 
 	out := make([]broker.Item, len(items))
 	for i, it := range items {
 		if it.Partition != nil {
-			if err := checkName(fmt.Sprintf("%s[%d].partition", field, i), *it.Partition); err != nil {
-				return nil, err
+			if checkName("", *it.Partition) != nil { // (the field's name formatted only then)
+				return nil, checkName(fmt.Sprintf("%s[%d].partition", field, i), *it.Partition)
 			}
 		}
 		if it.Queue == nil || *it.Queue == "" {
@@ -69,8 +69,14 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req pushRequest
-	if err := decodeBody(r, &req, false); err != nil {
-		return err
+	ok := false
+	if b, read := bodyBytes(r); read {
+		req, ok = decodePush(b)
+	}
+	if !ok {
+		if err := decodeBody(r, &req, false); err != nil {
+			return err
+		}
 	}
 	if req.Items == nil {
 		return badRequest("items is required")
@@ -94,7 +100,8 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 		name, _ := clientName(r, p.Queue)
 		out[i] = pushResult{Index: p.Index, MessageID: p.MessageID, TransactionID: p.TransactionID, QueueName: name, Status: p.Status}
 	}
-	writeJSON(w, http.StatusCreated, out)
+	writeEncoded(w, http.StatusCreated, func(b []byte) ([]byte, bool) { return appendPushResults(b, out), true },
+		func() any { return out })
 	return nil
 }
 

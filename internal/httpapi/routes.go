@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -81,6 +80,24 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
+// heldBody is a request's body once wrap read it whole: handlers may
+// decode the bytes themselves (decodePush).
+type heldBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*heldBody) Close() error { return nil }
+
+// bodyBytes is the request's body as wrap read it (nil when it was not).
+func bodyBytes(r *http.Request) ([]byte, bool) {
+	rb, ok := r.Body.(*heldBody)
+	if !ok {
+		return nil, false
+	}
+	return rb.b, true
+}
+
 // statusWriter remembers the status code for logs and metrics.
 type statusWriter struct {
 	http.ResponseWriter
@@ -129,7 +146,7 @@ func (s *Server) wrap(rt route) http.Handler {
 			body, held, err = s.readBody(r)
 			defer s.bodies.put(held)
 			if err == nil {
-				r.Body = io.NopCloser(bytes.NewReader(body))
+				r.Body = &heldBody{Reader: bytes.NewReader(body), b: body}
 				err = checkRequestText(r, body)
 			}
 		}
@@ -163,7 +180,9 @@ func (s *Server) wrap(rt route) http.Handler {
 		if w.status >= 500 {
 			level = slog.LevelWarn
 		}
-		s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "route", rt.pattern,
-			"status", w.status, "bytes", w.bytes, "duration_ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+		if s.log.Enabled(r.Context(), level) { // (its arguments allocate even when it logs nothing)
+			s.log.Log(r.Context(), level, "http", "method", r.Method, "path", r.URL.Path, "route", rt.pattern,
+				"status", w.status, "bytes", w.bytes, "duration_ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
+		}
 	})
 }

@@ -3,7 +3,7 @@
 // status map) over internal/broker, with long-poll pops that hold no
 // database connection while parked, broker-driven ticks, peer wake-ups
 // through LISTEN/NOTIFY, optional JWT auth and Prometheus metrics.
-// See docs/broker.md.
+// See docs/reference/http.md (the API) and docs/design/broker.md (inside).
 package httpapi
 
 import (
@@ -81,7 +81,7 @@ type Config struct {
 	// set, else broker.SQLScan{} (the SQL candidate scan).
 	Candidates broker.CandidateSource
 	// HotList answers wildcard pops from the in-memory hot-list
-	// (docs/hotlist.md) with HotListOptions (zero values: defaults; the
+	// (docs/design/hotlist.md) with HotListOptions (zero values: defaults; the
 	// Logger defaults to the server's). With Peers, brokers exchange
 	// dirty hints on their own NOTIFY channel.
 	HotList        bool

@@ -135,5 +135,5 @@ func SampleWAL(ctx context.Context, q db.Querier, d time.Duration) (WALRate, err
 // TickWALBytesEstimate is the WAL one tick of a queue with new events
 // writes (tick row, its index entry, the commit record), used to estimate
 // the ticking share of a WAL sample. Measured on PostgreSQL 15 with the
-// pgque engine at a 10 ms period: 236–245 B per tick (see docs/status.md).
+// pgque engine at a 10 ms period: 236–245 B per tick (see docs/reference/status.md).
 const TickWALBytesEstimate = 240

@@ -45,6 +45,12 @@ func trimZeroUnits(s string) string {
 // queueVerdict judges tick lag, pause and event-table rotation of a queue.
 func queueVerdict(row *QueueRow, t Thresholds) Verdict {
 	lag := pgstats.LagOf(row.QueueInfo)
+	if row.NoClassicConsumer {
+		// A tick period applies only while a classic consumer reads the
+		// queue; otherwise the engine ticks it by the classic thresholds
+		// (at ticker_max_count new events or ticker_max_lag).
+		lag.ExpectedEvery = math.Max(lag.ExpectedEvery, row.TickerMaxLag)
+	}
 	row.ExpectedTickEvery = lag.ExpectedEvery
 	row.TickLagWarnAt = math.Max(t.TickLagWarnFactor*lag.ExpectedEvery, t.TickLagWarnMin.Seconds())
 	row.TickLagCritAt = math.Max(t.TickLagCritFactor*lag.ExpectedEvery, t.TickLagCritMin.Seconds())

@@ -110,6 +110,19 @@ func TestQueueVerdict(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s", tc.name, v.Level, v.Reason, tc.want)
 		}
 	}
+	// A 10 ms period without a classic consumer: the engine ticks the
+	// queue by the classic thresholds (ticker_max_lag 3 s), and so is it
+	// judged - WARN from 9 s, not from 3 s.
+	for _, tc := range []struct {
+		lag  float64
+		want Level
+	}{{5, OK}, {9, Warn}, {30, Crit}} {
+		row := q(tc.lag, 100, ptr[int32](10))
+		row.NoClassicConsumer = true
+		if v := queueVerdict(row, th); v.Level != tc.want {
+			t.Errorf("10 ms period, no classic consumer, %v s lag: %s %q, want %s", tc.lag, v.Level, v.Reason, tc.want)
+		}
+	}
 	paused := q(0, 0, nil)
 	paused.TickerPaused = true
 	if v := queueVerdict(paused, th); v.Level != Warn || !strings.Contains(v.Reason, "paused") {

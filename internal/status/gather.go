@@ -300,7 +300,9 @@ func (c *Collector) queues(ctx context.Context, r *Report) {
 		return
 	}
 	slowest := map[string]pgstats.ConsumerInfo{}
+	classic := map[string]bool{}
 	for _, co := range r.Consumers.Rows {
+		classic[co.Queue] = true
 		s, seen := slowest[co.Queue]
 		if co.LastTick != nil && (!seen || s.LastTick == nil || *co.LastTick < *s.LastTick) {
 			slowest[co.Queue] = co.ConsumerInfo
@@ -315,6 +317,9 @@ func (c *Collector) queues(ctx context.Context, r *Report) {
 		if s, found := slowest[q.Name]; found {
 			row.PinnedBy, row.PinnedByLag = s.Consumer, s.Lag
 		}
+		// Consumers unreadable: judged as without (never a false WARN
+		// for a queue the engine correctly ticks slowly).
+		row.NoClassicConsumer = !classic[q.Name] || len(r.Consumers.Problems) > 0
 		row.Verdict = queueVerdict(&row, r.Thresholds)
 		r.Queues.Rows = append(r.Queues.Rows, row)
 	}

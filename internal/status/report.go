@@ -19,7 +19,7 @@ import (
 
 // SchemaVersion is the version of the JSON report's layout (the
 // "schema_version" field): raised when a field is removed, renamed or
-// changes meaning; adding fields does not raise it. docs/status.md
+// changes meaning; adding fields does not raise it. docs/reference/status.md
 // describes version 1.
 const SchemaVersion = 1
 
@@ -81,13 +81,18 @@ type QueueSection struct {
 // QueueRow is a queue with its tick-lag and rotation verdict.
 type QueueRow struct {
 	pgstats.QueueInfo
-	ExpectedTickEvery float64  `json:"expected_tick_every_s"` // tick period, else ticker_max_lag
+	ExpectedTickEvery float64  `json:"expected_tick_every_s"` // tick period, else (or without a classic consumer) ticker_max_lag
 	TickLagWarnAt     float64  `json:"tick_lag_warn_at_s"`
 	TickLagCritAt     float64  `json:"tick_lag_crit_at_s"`
 	SinceRotation     *float64 `json:"since_rotation_s"` // since queue_switch_time
 	PinnedBy          string   `json:"pinned_by"`        // the slowest consumer: its cursor pins event-table rotation
 	PinnedByLag       *float64 `json:"pinned_by_lag_s"`
 	TicksInSample     *int64   `json:"ticks_in_sample"` // ticks during the WAL sample
+	// NoClassicConsumer: no classic consumer (subscribe/receive/ack) reads
+	// the queue, or the consumers were not readable. The engine then ticks
+	// it by the classic thresholds even with a tick period (consumer groups
+	// need no ticks): its tick lag is judged against ticker_max_lag.
+	NoClassicConsumer bool `json:"no_classic_consumer"`
 	Verdict
 }
 

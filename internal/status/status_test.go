@@ -209,6 +209,34 @@ func TestTickLagCrit(t *testing.T) {
 	}
 }
 
+// TestTickLagWithoutClassicConsumer: a queue with a 10 ms tick period that
+// no classic consumer reads is ticked by the engine's classic thresholds
+// (consumer groups need no ticks), so its tick lag is judged against
+// ticker_max_lag (3 s: WARN from 9 s), not the period (WARN from 3 s): 5 s
+// without a tick and events waiting is OK. Once a classic consumer
+// subscribes, the period applies again and the same lag is WARN.
+func TestTickLagWithoutClassicConsumer(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t)
+	exec(t, s.conn, `SELECT pgque.create_queue('groups')`)
+	exec(t, s.conn, `SELECT pgque.set_queue_config('groups', 'tick_period_ms', '10')`)
+	exec(t, s.conn, `SELECT pgque.ticker()`) // the post-creation tick
+	exec(t, s.conn, `SELECT pgque.send('groups', '{"n": 1}'::jsonb)`)
+	exec(t, s.conn, `UPDATE pgque.tick SET tick_time = tick_time - interval '5 seconds'`)
+	c := collector(t, s.dsn, s.th, 0)
+	r := collect(t, c)
+	if q := check(t, r, "queue groups"); q.Level != status.OK {
+		t.Errorf("queue without a classic consumer, 5 s since its last tick: %+v, want OK", q)
+	}
+	if tk := check(t, r, "ticking"); tk.Level != status.OK && strings.Contains(tk.Reason, "groups") {
+		t.Errorf("ticking: %+v", tk)
+	}
+	exec(t, s.conn, `SELECT pgque.subscribe('groups', 'c')`)
+	if q := check(t, collect(t, c), "queue groups"); q.Level != status.Warn || !strings.Contains(q.Reason, "expected every 10ms") {
+		t.Errorf("with a classic consumer, 5 s since the last tick at a 10 ms period: %+v, want WARN", q)
+	}
+}
+
 // TestDaemonLeader: the session holding the ticker leader lock is shown as
 // what ticks the queues.
 func TestDaemonLeader(t *testing.T) {

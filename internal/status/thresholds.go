@@ -9,7 +9,7 @@ import (
 )
 
 // Thresholds are the limits the checks compare against. DefaultThresholds
-// documents each default; docs/status.md explains the reasoning. A zero
+// documents each default; docs/reference/status.md explains the reasoning. A zero
 // value for a limit documented as "0 disables" turns that check off.
 type Thresholds struct {
 	// XminWarn / XminCrit: a session, prepared transaction or walsender of

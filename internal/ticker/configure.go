@@ -420,7 +420,8 @@ func (p Plan) Render(w io.Writer) error {
 	if p.CronNote != "" {
 		fmt.Fprintln(w, "pg_cron:", p.CronNote)
 	}
-	fmt.Fprintf(w, "WAL projection: %d bytes per tick × ticks per day; idle queues tick only at their idle period.\n", BytesPerTick)
+	fmt.Fprintf(w, "WAL projection: %d bytes per tick × ticks per day; idle queues tick only at their idle period, "+
+		"and queues no classic consumer reads (consumer groups only) at most once per ticker_max_lag or ticker_max_count events.\n", BytesPerTick)
 	verb := "applied"
 	if p.DryRun {
 		verb = "would apply"

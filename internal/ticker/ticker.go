@@ -78,7 +78,7 @@ const (
 	// lets its transactions (ticks, maintenance) commit without waiting for
 	// the WAL flush: a tick's COMMIT is on the delivery path, and whatever
 	// durable depends on a tick commits after it and flushes it too
-	// (docs/engine.md, "Asynchronous commit of ticks").
+	// (docs/design/engine.md, "Asynchronous commit of ticks").
 	qSessionSetup = `SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false),
 	                        set_config('synchronous_commit', 'off', false)`
 	// qLag: the largest age of the last tick among queues that have events

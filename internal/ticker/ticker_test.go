@@ -43,6 +43,9 @@ func newSetup(t *testing.T) setup {
 	dsn := pgtest.NewDB(t)
 	s := setup{ctx: ctx, dsn: dsn, conn: pgtest.Conn(t, dsn)}
 	s.exec(t, qCreateQueue, "q")
+	// A classic consumer: the engine ticks a queue at its tick period only
+	// while one reads it (consumer groups need no ticks).
+	s.exec(t, `SELECT pgque.subscribe('q', 'c')`)
 	s.exec(t, qSetPeriod, 10)
 	return s
 }

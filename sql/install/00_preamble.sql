@@ -6,7 +6,7 @@
 -- The advisory lock (classid 0x70677175 'pgqu', objid 1) serializes concurrent
 -- installs; it is released at commit.
 --
--- Security rules of the engine (docs/engine.md, "Security"; the tests in
+-- Security rules of the engine (docs/design/engine.md, "Security"; the tests in
 -- sql/security_test.go check them):
 -- 1. The install pins search_path = pg_catalog, pg_temp for its transaction:
 --    nothing in it resolves a name through a schema another role may write

@@ -1,6 +1,6 @@
 -- pgque.tick_in_flight(i_queue_ids): for each of these queues, who may
 -- have allocated event ids or inserted events and not finished yet - read
--- from pg_locks once for all of them (docs/engine.md, "Visibility and
+-- from pg_locks once for all of them (docs/design/engine.md, "Visibility and
 -- re-ticks"). Every transaction that allocated an id of a queue holds
 -- RowExclusiveLock on the queue's event sequence from before the allocation
 -- until it ends (nextval takes it; so does pg_sequence_last_value, which is

@@ -11,7 +11,7 @@
 -- one may carry their events), and the notify queue is not backed up (a
 -- stalled listener must not fill it).
 --
--- Visibility (docs/engine.md, "Visibility and re-ticks"): an event id can be
+-- Visibility (docs/design/engine.md, "Visibility and re-ticks"): an event id can be
 -- counted by a tick (ev_id <= tick_event_seq) while its transaction is not
 -- visible in the tick's snapshot (its xid is in xip, or >= xmax - it got its
 -- xid after the snapshot, or after the ticker's own xid). Such an event is

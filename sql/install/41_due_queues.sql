@@ -5,7 +5,7 @@
 -- the event sequence is read with pg_sequence_last_value (no write) and the
 -- latest tick by index, so checking idle queues costs no WAL.
 --
--- The property the rules keep (docs/engine.md, "Visibility and re-ticks"):
+-- The property the rules keep (docs/design/engine.md, "Visibility and re-ticks"):
 -- every committed event is in some batch within one tick period (classic
 -- thresholds: ticker_max_lag) of its commit, whatever else runs in the
 -- cluster - and a queue with nothing new is not ticked before its idle
@@ -24,15 +24,27 @@
 -- Rules:
 --  * forced, or only the creation tick exists -> due;
 --  * the last tick is ticker_idle_period old -> due;
---  * with a tick period (queue's, else the installation's): something new
---    and the last tick lies in an earlier period slot (epoch-aligned);
+--  * with a tick period (queue's, else the installation's) and a classic
+--    consumer (a pgque.subscription row: subscribe/receive/ack; they read
+--    batches between ticks): something new and the last tick lies in an
+--    earlier period slot (epoch-aligned);
+--  * with a tick period and no classic consumer (consumer groups only, or
+--    nobody): the classic thresholds below for new ids and waited-for
+--    producers (no back-off), and never twice in one period slot. Consumer
+--    groups need no ticks (a claim closes its range at its own snapshot),
+--    so such a queue is not ticked at the fast rate: its ticks are the
+--    slow ones that keep get_queue_info's ticker lag and ev_new bounded
+--    (ticker_max_lag, ticker_max_count) and its tick history (group_expire)
+--    going. A consumer that subscribes makes the next check use the period
+--    again (the subscription is read on every check);
 --  * classic (no period): new ids -> due at ticker_max_count of them or at
 --    ticker_max_lag; a waited-for producer committed -> due at
 --    ticker_max_lag; nothing new -> due when the lag is >= max_lag/2 and
 --    >= twice the previous gap (PgQ's back-off).
 -- Paused queues and queues with an external ticker are never due.
 -- Locks: RowExclusiveLock on the event sequences (pg_sequence_last_value
--- takes it; no conflict with producers); has_events_since's reads.
+-- takes it; no conflict with producers); AccessShareLock on the
+-- subscription children; has_events_since's reads.
 -- Called by: ticker(), ticker(queue).
 -- quiet: the queue's latest tick L waited for nobody (no tick_wait, no
 -- tick_wait_probe) and the event sequence has not moved since L: no
@@ -102,6 +114,18 @@ BEGIN
              WHEN r.period_ms IS NOT NULL THEN
                   CASE WHEN floor(extract(epoch FROM now()) * 1000 / r.period_ms)
                             <= floor(extract(epoch FROM r.last_time) * 1000 / r.period_ms) THEN false
+                       WHEN NOT (r.new_ids OR r.waited OR r.last_probe) THEN false
+                       -- no classic consumer: the classic thresholds (the
+                       -- subscriptions are read only here: something new,
+                       -- in a later slot)
+                       WHEN NOT EXISTS (SELECT 1 FROM pgque.subscription s WHERE s.sub_queue = r.queue_id) THEN
+                            CASE WHEN r.new_ids THEN
+                                      r.cur_seq - r.last_seq >= r.queue_ticker_max_count
+                                   OR now() - r.last_time >= r.queue_ticker_max_lag
+                                 WHEN now() - r.last_time >= r.queue_ticker_max_lag THEN
+                                      r.waited OR (r.last_probe AND pgque.has_events_since(r.queue_id, r.last_snap))
+                                 ELSE false
+                            END
                        WHEN r.new_ids OR r.waited THEN true
                        WHEN r.last_probe THEN pgque.has_events_since(r.queue_id, r.last_snap)
                        ELSE false

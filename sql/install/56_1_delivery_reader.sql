@@ -15,7 +15,7 @@
 -- (pg_stat_activity hides other users' backend_start).
 -- Poolers: DISCARD ALL (pgbouncer's session-mode reset) releases the lock,
 -- which is right (the client is gone). In transaction mode one server
--- session serves many clients: see docs/engine.md, "Batches".
+-- session serves many clients: see docs/design/engine.md, "Batches".
 --
 -- pgque.delivery_reader(i_sub_id): the recorded reader of the
 -- subscription's delivery: pid (NULL: none recorded, e.g. by an earlier

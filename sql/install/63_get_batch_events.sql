@@ -4,7 +4,7 @@
 -- VOLATILE: the subscription read takes its snapshot after locking the
 -- subscription children, so a rotation it waited behind committed before
 -- it (STABLE, it read with the caller's older snapshot: an open batch
--- whose row the rotation moved gave no rows; docs/engine.md "Metadata
+-- whose row the rotation moved gave no rows; docs/design/engine.md "Metadata
 -- rotation"). Locks: ACCESS SHARE on the subscription and tick children.
 -- Called by: PgQ-style consumers.
 CREATE OR REPLACE FUNCTION pgque.get_batch_events(x_batch_id bigint)

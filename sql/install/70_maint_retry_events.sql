@@ -3,7 +3,7 @@
 -- consumer sees them, ev_retry + 1, a new txid so a later batch carries
 -- them). Set-based, up to 10,000 rows per call; call until it returns 0.
 -- The moved rows keep their ev_id, so by itself the event sequence would
--- not move and no tick would be due for them (docs/engine.md, "Visibility
+-- not move and no tick would be due for them (docs/design/engine.md, "Visibility
 -- and re-ticks"): after inserting, it advances the queue's event sequence by
 -- the number of rows moved, which makes the queue due at the next tick and
 -- keeps tick deltas an upper bound of a batch's rows. The order matters:

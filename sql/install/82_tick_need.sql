@@ -7,7 +7,7 @@
 -- committed before it. STABLE, it read with the caller's older snapshot
 -- (maint_rotate_tables_step1's statement): the moved subscriptions
 -- missed, cursor_tick NULL, and step 1 switched out an event table a
--- consumer had not read yet (docs/engine.md "Metadata rotation").
+-- consumer had not read yet (docs/design/engine.md "Metadata rotation").
 -- Locks: ACCESS SHARE on the tick and subscription children.
 -- Called by: rotate_metadata, maint_rotate_tables_step1, status.
 CREATE OR REPLACE FUNCTION pgque.tick_need()

@@ -12,7 +12,7 @@
 -- a subscription rotation it waited behind committed before it (STABLE, it
 -- read with the caller's older snapshot: the moved subscriptions missed,
 -- pending counted from the latest tick - the uninstall's check for unread
--- events read 0; docs/engine.md "Metadata rotation").
+-- events read 0; docs/design/engine.md "Metadata rotation").
 -- Locks: ACCESS SHARE on the tick and subscription children.
 -- Called by: pgquectl status/uninstall, operators.
 CREATE OR REPLACE FUNCTION pgque.get_queue_info(i_queue_name text)

@@ -7,7 +7,7 @@
 -- statement takes its snapshot after locking the subscription and tick
 -- children, so a subscription rotation it waited behind committed before
 -- it (STABLE, it read with the caller's older snapshot and left the moved
--- subscriptions out; docs/engine.md "Metadata rotation").
+-- subscriptions out; docs/design/engine.md "Metadata rotation").
 -- Locks: ACCESS SHARE on the subscription and tick children.
 -- Called by: pgquectl status, operators.
 CREATE OR REPLACE FUNCTION pgque.get_consumer_info(i_queue_name text, i_consumer_name text)

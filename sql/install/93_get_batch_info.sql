@@ -3,7 +3,7 @@
 -- batch: no row. VOLATILE: the statement takes its snapshot after locking
 -- the subscription and tick children, so a subscription rotation it waited
 -- behind committed before it (STABLE, an open batch whose row the rotation
--- moved read as unknown; docs/engine.md "Metadata rotation").
+-- moved read as unknown; docs/design/engine.md "Metadata rotation").
 -- Locks: ACCESS SHARE on the subscription and tick children.
 -- Called by: PgQ-style consumers, operators.
 CREATE OR REPLACE FUNCTION pgque.get_batch_info(x_batch_id bigint)

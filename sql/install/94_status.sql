@@ -9,7 +9,7 @@
 -- with status OK / WARN / CRIT / INFO. VOLATILE: each statement takes its
 -- snapshot after locking the rotated tables it reads (subscription count,
 -- get_queue_info), never a caller's snapshot that predates a rotation it
--- waited behind (docs/engine.md "Metadata rotation").
+-- waited behind (docs/design/engine.md "Metadata rotation").
 -- Locks: ACCESS SHARE on the subscription and tick children.
 -- Called by: operators.
 CREATE OR REPLACE FUNCTION pgque.status()

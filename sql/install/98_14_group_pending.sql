@@ -21,7 +21,7 @@
 -- that snapshot and its moved rows are seen. STABLE, both read with the
 -- caller's snapshot, taken before the wait: a cursor moved by the rotation
 -- was missed - its live lease left out, the partition judged from the
--- subscription (docs/broker.md "Rotation").
+-- subscription (docs/design/broker.md "Rotation").
 -- Locks: ACCESS SHARE on the group_cursor children.
 -- Called by: pop_any (wildcard pop), group_reseed.
 CREATE OR REPLACE FUNCTION pgque.group_pending(i_queue_id int, i_group_id int, i_after int, i_limit int,

@@ -7,7 +7,7 @@
 -- out. Returns: (partition_id, partition_uuid, partition_name, lease_until).
 -- It reads the rotated tables only through group_pending, which is
 -- VOLATILE: those reads take their own snapshots after their locks
--- (docs/broker.md "Rotation").
+-- (docs/design/broker.md "Rotation").
 -- Locks: as group_pending. Writes: nothing. Called by: the hot-list
 -- (reseed), tests.
 CREATE OR REPLACE FUNCTION pgque.group_reseed(i_queue text, i_group text, i_after int DEFAULT NULL, i_limit int DEFAULT 10000)

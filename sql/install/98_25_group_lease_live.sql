@@ -8,7 +8,7 @@
 -- before that snapshot and the live lease is seen where it moved. STABLE,
 -- it read with the caller's statement snapshot, taken before the wait: the
 -- moved rows invisible, the old child empty - a live lease read as expired
--- (docs/broker.md "Rotation").
+-- (docs/design/broker.md "Rotation").
 -- Returns: boolean. Locks: ACCESS SHARE on the group_cursor children.
 -- Writes: nothing.
 -- Called by: the broker (POST /api/v1/transaction, requiredLeases).

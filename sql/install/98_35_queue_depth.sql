@@ -16,7 +16,7 @@
 -- group_cursor children, so a rotation it waited behind committed before
 -- it and the moved cursors are seen (STABLE, it read with the caller's
 -- older snapshot: every cursor missed, pending counted from the
--- subscription; docs/broker.md "Rotation").
+-- subscription; docs/design/broker.md "Rotation").
 -- Locks: ACCESS SHARE on the group_cursor children. Writes: nothing.
 -- Called by: the broker (GET /api/v1/status/queues/:queue), operators.
 CREATE OR REPLACE FUNCTION pgque.queue_depth(i_queue_name text, i_group text DEFAULT '__QUEUE_MODE__')

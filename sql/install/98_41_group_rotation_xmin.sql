@@ -11,7 +11,7 @@
 -- moved cursor missed, the result fell back to the subscriptions' xmin,
 -- which group_set_subscription may have moved past a cursor - and
 -- maint_rotate_tables_step1 then truncated an event table that cursor
--- still reads (docs/broker.md "Rotation").
+-- still reads (docs/design/broker.md "Rotation").
 -- Returns: xid8. Locks: ACCESS SHARE on the group_cursor children.
 -- Called by: group_rotation_pin.
 CREATE OR REPLACE FUNCTION pgque.group_rotation_xmin(i_queue_id int)

@@ -7,7 +7,7 @@
 -- VOLATILE: its statement takes its snapshot after locking the
 -- group_cursor children, so a rotation it waited behind committed before
 -- it (STABLE, it read with the caller's older snapshot and missed every
--- moved cursor: 0 partitions, 0 leases; docs/broker.md "Rotation").
+-- moved cursor: 0 partitions, 0 leases; docs/design/broker.md "Rotation").
 -- Returns: table. Locks: ACCESS SHARE on the group_cursor children.
 -- Called by: operators, status, the broker (consumer-groups routes).
 CREATE OR REPLACE FUNCTION pgque.group_cursor_info(i_queue_name text DEFAULT NULL)

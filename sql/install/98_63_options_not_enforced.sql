@@ -6,7 +6,7 @@
 -- at once), encryptionEnabled (payloads are stored as given),
 -- minPopWaitTime, retentionSinkHold, retentionSinkHoldMaxSeconds, storage
 -- (one storage engine; any value). Every other option is enforced
--- (docs/broker.md "Queue options").
+-- (docs/reference/sql.md "Queue options").
 -- Returns: text[] (empty when none). Locks: none. Writes: nothing.
 -- Called by: broker_queue_detail.
 CREATE OR REPLACE FUNCTION pgque.options_not_enforced(i_options jsonb)

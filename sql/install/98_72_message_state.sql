@@ -10,7 +10,7 @@
 -- VOLATILE: its statement takes its snapshot after locking the rotated
 -- group_cursor children, so a rotation it waited behind committed before
 -- it (STABLE, it read with its caller's older snapshot and missed the
--- moved cursor: a leased message read as pending; docs/broker.md
+-- moved cursor: a leased message read as pending; docs/design/broker.md
 -- "Rotation").
 -- Returns: (group_name, passed, lease_until), one row per subscribed group.
 -- Locks: ACCESS SHARE on the group_cursor children. Writes: nothing.

@@ -65,7 +65,7 @@
 -- Durability: the session runs with synchronous_commit = off (set at the
 -- start, left set by a manual CALL): a tick's COMMIT does not wait for the
 -- WAL flush; anything durable that depends on a tick commits later and
--- flushes it too (docs/engine.md, "Asynchronous commit of ticks").
+-- flushes it too (docs/design/engine.md, "Asynchronous commit of ticks").
 -- Must be called as exactly "CALL pgque.ticker_loop()" outside a transaction
 -- block. Locks: the advisory lock above; others as ticker() and
 -- rotate_metadata() (and maint()). Writes: as ticker(), rotate_metadata(),
@@ -126,7 +126,7 @@ BEGIN
     -- consumer. Safe: whatever durable depends on a tick commits after it
     -- and its flush covers the tick too; a crash can lose only ticks that
     -- nothing durable references, and the next round re-ticks (see
-    -- docs/engine.md, "Asynchronous commit of ticks"). Session-wide, like
+    -- docs/design/engine.md, "Asynchronous commit of ticks"). Session-wide, like
     -- the search_path above (a manual CALL leaves both set).
     PERFORM pg_catalog.set_config('synchronous_commit', 'off', false);
     v_timeout := pg_catalog.current_setting('lock_timeout');

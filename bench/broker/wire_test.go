@@ -13,10 +13,10 @@ import (
 	"time"
 )
 
-// TestConnPoolKeepAlive: pushes reuse one connection, see the answer's
+// TestConnPoolKeepAlive: requests reuse one connection, see the answer's
 // status, Server-Timing and body (plain and chunked), open a new
-// connection after an answer that closes, and a cancelled push returns at
-// once without giving its connection back.
+// connection after an answer that closes, and a cancelled request returns
+// at once without giving its connection back.
 func TestConnPoolKeepAlive(t *testing.T) {
 	t.Parallel()
 	var conns atomic.Int64
@@ -42,7 +42,7 @@ func TestConnPoolKeepAlive(t *testing.T) {
 			}
 			return
 		}
-		w.Header().Set("Server-Timing", "db;dur=1.5, tick;dur=2")
+		w.Header().Set("Server-Timing", "db;dur=1.5, park;dur=2")
 		w.WriteHeader(http.StatusCreated)
 		w.Write(append([]byte("echo:"), b...))
 	}))
@@ -60,22 +60,22 @@ func TestConnPoolKeepAlive(t *testing.T) {
 	defer p.closeIdle()
 	ctx := context.Background()
 	for i := range 5 {
-		code, timing, raw, err := p.post(ctx, "/api/v1/push", []byte(`{"n":1}`))
-		if err != nil || code != http.StatusCreated || timing != "db;dur=1.5, tick;dur=2" || string(raw) != `echo:{"n":1}` {
-			t.Fatalf("post %d: %d %q %q %v", i, code, timing, raw, err)
+		a, err := p.do(ctx, "POST", "/api/v1/push", []byte(`{"n":1}`))
+		if err != nil || a.status != http.StatusCreated || a.timing != (serverTiming{db: 1.5, park: 2}) || string(a.body) != `echo:{"n":1}` {
+			t.Fatalf("post %d: %+v %q %v", i, a, a.body, err)
 		}
 	}
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("5 sequential posts used %d connections, want 1 (keep-alive)", n)
 	}
-	code, _, raw, err := p.post(ctx, "/api/v1/push", []byte("chunked"))
-	if err != nil || code != http.StatusCreated || string(raw) != "chunk-1,chunk-2" {
-		t.Fatalf("chunked: %d %q %v", code, raw, err)
+	a, err := p.do(ctx, "POST", "/api/v1/push", []byte("chunked"))
+	if err != nil || a.status != http.StatusCreated || string(a.body) != "chunk-1,chunk-2" {
+		t.Fatalf("chunked: %d %q %v", a.status, a.body, err)
 	}
-	if _, _, _, err := p.post(ctx, "/api/v1/push", []byte("close")); err != nil {
+	if _, err := p.do(ctx, "POST", "/api/v1/push", []byte("close")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := p.post(ctx, "/api/v1/push", []byte("x")); err != nil {
+	if _, err := p.do(ctx, "POST", "/api/v1/push", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	if n := conns.Load(); n != 2 {
@@ -84,7 +84,7 @@ func TestConnPoolKeepAlive(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	t0 := time.Now()
-	_, _, _, err = p.post(cctx, "/api/v1/push", []byte("slow"))
+	_, err = p.do(cctx, "POST", "/api/v1/push", []byte("slow"))
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 5*time.Second {
 		t.Fatalf("cancelled post: %v after %s, want a deadline error at once", err, time.Since(t0))
 	}
