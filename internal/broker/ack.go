@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // Ack statuses the SQL understands (anything else counts as failed).
@@ -107,7 +109,7 @@ func scanAcks(rows pgx.Rows, n int) ([]AckResult, error) {
 		if r.Index != len(out) {
 			return nil, fmt.Errorf("group_ack row %d has index %d (a bug: report it)", len(out), r.Index)
 		}
-		r.TransactionID, r.Error, r.Queue, r.PartitionID = deref(txn), deref(e), deref(queue), -1
+		r.TransactionID, r.Error, r.Queue, r.PartitionID = db.Deref(txn), db.Deref(e), db.Deref(queue), -1
 		if pid != nil {
 			r.PartitionID = *pid
 		}

@@ -7,23 +7,18 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // Querier is what an operation runs on: a *pgx.Conn, a *pgxpool.Pool or a
-// pgx.Tx (the transaction route runs several operations in one).
-type Querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// pgx.Tx (the transaction route runs several operations in one). It is
+// internal/db's one Querier, named here for the broker's callers.
+type Querier = db.Querier
 
 // QueueMode is the reserved consumer group of competing consumers: one
 // cursor per partition shared by every consumer that names no group.

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // QueueConfig is a queue's identity and effective broker options.
@@ -33,7 +35,7 @@ func Configure(ctx context.Context, q Querier, queue string, namespace, task *st
 	if err != nil {
 		return c, wrap("configure", err)
 	}
-	c.Namespace, c.Task = deref(ns), deref(tk)
+	c.Namespace, c.Task = db.Deref(ns), db.Deref(tk)
 	if err := json.Unmarshal(raw, &c.Options); err != nil {
 		return c, wrap("configure", err)
 	}

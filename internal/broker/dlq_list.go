@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // DeadLetter is one dead-lettered message of a consumer group.
@@ -48,7 +50,7 @@ func ListDLQIn(ctx context.Context, q Querier, scope Scope, queue, group string,
 			&d.RetryCount, &data, &d.CreatedAt, &d.FailedAt, &total); err != nil {
 			return nil, 0, wrap("list DLQ", err)
 		}
-		d.PartitionUUID, d.Partition, d.Error = deref(puuid), deref(part), deref(errText)
+		d.PartitionUUID, d.Partition, d.Error = db.Deref(puuid), db.Deref(part), db.Deref(errText)
 		if data != nil {
 			d.Data = json.RawMessage(*data)
 		}

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // GroupInfo describes one consumer group on one queue.
@@ -38,7 +40,7 @@ func Groups(ctx context.Context, q Querier, queue string) ([]GroupInfo, error) {
 			&part, &g.PinsRotation, &active); err != nil {
 			return nil, wrap("list consumer groups", err)
 		}
-		g.OldestPartition = deref(part)
+		g.OldestPartition = db.Deref(part)
 		if active != nil {
 			g.LastActive = *active
 		}

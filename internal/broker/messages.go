@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // MessageFilter selects the messages a listing returns. Queue, Namespace
@@ -103,8 +105,8 @@ func ListMessages(ctx context.Context, q Querier, f MessageFilter) ([]MessageInf
 		if queue == nil { // no message: the mode row alone
 			continue
 		}
-		m.Queue, m.PartitionUUID, m.Partition, m.MessageID = *queue, deref(puuid), deref(part), deref(id)
-		m.TransactionID, m.Namespace, m.Task, m.Status = deref(txn), deref(ns), deref(task), deref(status)
+		m.Queue, m.PartitionUUID, m.Partition, m.MessageID = *queue, db.Deref(puuid), db.Deref(part), db.Deref(id)
+		m.TransactionID, m.Namespace, m.Task, m.Status = db.Deref(txn), db.Deref(ns), db.Deref(task), db.Deref(status)
 		m.Data, m.Priority = rawOrNil(data), prio
 		if created != nil {
 			m.CreatedAt = *created
@@ -157,7 +159,7 @@ func GetMessage(ctx context.Context, q Querier, tenant, partitionUUID, txn strin
 		return d, mode, wrap("get message", err)
 	}
 	d.PartitionUUID = partitionUUID
-	d.Data, d.Namespace, d.Task = rawOrNil(data), deref(ns), deref(task)
+	d.Data, d.Namespace, d.Task = rawOrNil(data), db.Deref(ns), db.Deref(task)
 	for i, n := range names {
 		g := GroupState{Name: n}
 		if i < len(passed) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // Verdict kinds of a pop-list candidate.
@@ -149,7 +151,7 @@ func scanPopRow(rows pgx.Rows, extra ...any) (popRow, error) {
 
 func (r popRow) into(res *PopResult) {
 	if r.msg == nil {
-		v := Verdict{PartitionID: r.pid, PartitionUUID: deref(r.puuid), Partition: deref(r.pname), Kind: deref(r.verdict)}
+		v := Verdict{PartitionID: r.pid, PartitionUUID: db.Deref(r.puuid), Partition: db.Deref(r.pname), Kind: db.Deref(r.verdict)}
 		if r.drained != nil {
 			v.Drained = *r.drained
 		}
@@ -159,8 +161,8 @@ func (r popRow) into(res *PopResult) {
 		res.Verdicts = append(res.Verdicts, v)
 		return
 	}
-	m := Message{ID: *r.msg, TransactionID: deref(r.txn), PartitionID: r.pid, PartitionUUID: deref(r.puuid),
-		Partition: deref(r.pname), LeaseID: deref(r.lease), EventID: *r.evID}
+	m := Message{ID: *r.msg, TransactionID: db.Deref(r.txn), PartitionID: r.pid, PartitionUUID: db.Deref(r.puuid),
+		Partition: db.Deref(r.pname), LeaseID: db.Deref(r.lease), EventID: *r.evID}
 	if r.data != nil {
 		m.Data = json.RawMessage(*r.data)
 	}
@@ -175,11 +177,4 @@ func (r popRow) into(res *PopResult) {
 	}
 	res.LeaseID = m.LeaseID
 	res.Messages = append(res.Messages, m)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // QueueInfo describes a queue for the resources routes.
@@ -35,7 +37,7 @@ func Queues(ctx context.Context, q Querier, name string) ([]QueueInfo, error) {
 		if err := rows.Scan(&i.QueueID, &i.Queue, &ns, &task, &i.CreatedAt, &i.Partitions, &raw); err != nil {
 			return nil, wrap("list queues", err)
 		}
-		i.Namespace, i.Task = deref(ns), deref(task)
+		i.Namespace, i.Task = db.Deref(ns), db.Deref(task)
 		if err := json.Unmarshal(raw, &i.Options); err != nil {
 			return nil, wrap("list queues", err)
 		}

@@ -1,4 +1,7 @@
-// Package cron registers the engine's pg_cron jobs.
+// Package cron is all of pgquectl's pg_cron I/O: detecting pg_cron (where it
+// lives, its version, the role's access), the engine's job names, listing,
+// registering and removing our jobs, and what status reads of their runs.
+// No other package queries schema cron (a test in this package checks).
 //
 // pg_cron runs in exactly one database of a cluster (cron.database_name).
 // When that is the engine's database, the engine registers its own jobs
@@ -78,6 +81,9 @@ const (
 	                    FROM cron.job
 	                   WHERE jobname::text = ANY ($1::text[])
 	                   ORDER BY jobname`
+	// qHasJobTable says whether pg_cron's extension is created in the
+	// connected database (its cron.job table exists).
+	qHasJobTable = `SELECT to_regclass('cron.job') IS NOT NULL`
 	// qHasEngine says whether schema pgque exists (stop() can be called).
 	qHasEngine = `SELECT to_regnamespace('pgque') IS NOT NULL`
 )
@@ -292,7 +298,7 @@ func (i Info) Check() error {
 }
 
 // Planned returns the jobs the engine wants for the detected pg_cron version.
-func Planned(ctx context.Context, engine Querier, info Info) ([]Job, error) {
+func Planned(ctx context.Context, engine db.Querier, info Info) ([]Job, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	rows, err := engine.Query(ctx, qEngineJobs, info.Version)
@@ -316,7 +322,7 @@ func Planned(ctx context.Context, engine Querier, info Info) ([]Job, error) {
 
 // OurJobNames asks the engine (pgque.cron_job_names()) which pg_cron job
 // names are this database's: the one answer every caller matches exactly.
-func OurJobNames(ctx context.Context, engine Querier) ([]string, error) {
+func OurJobNames(ctx context.Context, engine db.Querier) ([]string, error) {
 	ctx, cancel := withDeadline(ctx)
 	defer cancel()
 	var names []string
@@ -394,7 +400,7 @@ func RegisterTx(ctx context.Context, tx pgx.Tx) (Info, []Job, error) {
 					jobs = append(jobs, h)
 					continue
 				}
-				if _, err := ctx2.Exec(ctx, qUnschedule, h.ID); err != nil {
+				if err := Unschedule(ctx, ctx2, h.ID); err != nil {
 					return fmt.Errorf("removing stale job %s: %w", h.Name, cronHint(err, info))
 				}
 			}
@@ -447,7 +453,7 @@ func Unregister(ctx context.Context, engine *pgx.Conn) (int, error) {
 				return err
 			}
 			for _, h := range have {
-				if _, err := c.Exec(ctx, qUnschedule, h.ID); err != nil {
+				if err := Unschedule(ctx, c, h.ID); err != nil {
 					return fmt.Errorf("removing job %s: %w", h.Name, cronHint(err, info))
 				}
 				n++
@@ -481,14 +487,52 @@ func Jobs(ctx context.Context, engine *pgx.Conn, info Info) ([]Job, error) {
 	return jobs, err
 }
 
-// Querier is what reading needs: a connection or a transaction.
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+// JobsNamed lists the cron.job rows named in names (the engine's
+// [OurJobNames]) in the database q is connected to: the cron database. It
+// returns none when pg_cron's extension is not created there (no cron.job).
+func JobsNamed(ctx context.Context, q db.Querier, names []string) ([]Job, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	var has bool
+	if err := q.QueryRow(ctx, qHasJobTable).Scan(&has); err != nil {
+		return nil, fmt.Errorf("looking for cron.job: %w", db.MapError(err))
+	}
+	if !has {
+		return nil, nil
+	}
+	return jobsNamed(ctx, q, names)
+}
+
+// Unschedule removes the pg_cron job id (run in the cron database): the job
+// owner or a superuser may.
+func Unschedule(ctx context.Context, q db.Querier, id int64) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	_, err := q.Exec(ctx, qUnschedule, id)
+	return err
+}
+
+// UnscheduleSQL is the statement that removes job id, for a user to run
+// (a dry run's output, an error's hint).
+func UnscheduleSQL(id int64) string {
+	return fmt.Sprintf("SELECT cron.unschedule(%d);", id)
+}
+
+// UnscheduleNamedSQL is the statement that removes every job named in
+// names, for a user to run in the cron database.
+func UnscheduleNamedSQL(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "'" + strings.ReplaceAll(n, "'", "''") + "'"
+	}
+	return "SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = ANY (ARRAY[" + strings.Join(q, ", ") + "]);"
 }
 
 // jobsNamed lists the cron.job rows named in names (run in the cron database).
-func jobsNamed(ctx context.Context, q Querier, names []string) ([]Job, error) {
+func jobsNamed(ctx context.Context, q db.Querier, names []string) ([]Job, error) {
 	rows, err := q.Query(ctx, QueryJobsNamed, names)
 	if err != nil {
 		return nil, fmt.Errorf("listing our jobs in cron.job: %w", db.MapError(err))

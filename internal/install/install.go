@@ -109,14 +109,9 @@ const (
 	                     FROM pgque.engine_version e WHERE e.version_num OPERATOR(pg_catalog.=) $1::pg_catalog.int4`
 )
 
-// Querier is what InstalledVersion needs: a *pgx.Conn or a pgx.Tx.
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // InstalledVersion returns the engine version installed in the database
 // ("" and 0 when none).
-func InstalledVersion(ctx context.Context, q Querier) (version string, num int, err error) {
+func InstalledVersion(ctx context.Context, q db.Querier) (version string, num int, err error) {
 	var has, plain bool
 	if err := q.QueryRow(ctx, sqlHasVersionTable).Scan(&has, &plain); err != nil {
 		return "", 0, fmt.Errorf("looking for pgque.engine_version: %w", db.MapError(err))

@@ -49,7 +49,7 @@ SELECT pg_catalog.pg_get_userbyid(n.nspowner)::text, current_user::text,
 // checkSchema refuses a schema pgque that the installing role did not create
 // with a pgque install, before anything in it is read. q runs in the
 // install transaction.
-func checkSchema(ctx context.Context, q Querier, database string) error {
+func checkSchema(ctx context.Context, q db.Querier, database string) error {
 	var owner, me string
 	var mine, installed bool
 	err := q.QueryRow(ctx, sqlSchemaTrust).Scan(&owner, &me, &mine, &installed)
@@ -120,7 +120,7 @@ SELECT nullif(concat_ws('; ',
 
 // checkUninstall refuses to run anything in a schema pgque that is not the
 // engine's (see sqlUninstallTrust). q runs in the uninstall transaction.
-func checkUninstall(ctx context.Context, q Querier, database string) error {
+func checkUninstall(ctx context.Context, q db.Querier, database string) error {
 	var problem *string
 	if err := q.QueryRow(ctx, sqlUninstallTrust).Scan(&problem); err != nil {
 		return fmt.Errorf("checking schema pgque before the uninstall: %w", db.MapError(err))

@@ -96,21 +96,10 @@ const (
          WHERE q.queue_name = i.queue_name)
   FROM pgque.get_queue_info() i
  ORDER BY i.queue_name`
-	sqlHasCronJobs = `SELECT to_regclass('cron.job') IS NOT NULL`
-	// sqlCronJobs lists the engine's jobs: the names in $1, which the engine
-	// gives (pgque.cron_job_names(), internal/cron), matched exactly.
-	sqlCronJobs       = `SELECT jobid, jobname FROM cron.job WHERE jobname::text = ANY ($1::text[]) ORDER BY jobid`
-	sqlCronUnschedule = `SELECT cron.unschedule($1::bigint)`
 	sqlRevokeDatabase = `REVOKE ALL ON DATABASE %s FROM pgque_admin, pgque_writer, pgque_reader`
 	sqlExistingRoles  = `SELECT count(*) FROM pg_roles WHERE rolname = ANY($1)`
 	sqlDropRoles      = `DROP ROLE IF EXISTS pgque_admin, pgque_writer, pgque_reader`
 )
-
-// cronJob is one pg_cron job of the engine.
-type cronJob struct {
-	id   int64
-	name string
-}
 
 // Uninstall removes the engine from the database conn is connected to: it
 // checks for unconsumed events (unless Force), runs sql/uninstall/*.sql,
@@ -166,7 +155,7 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (Unin
 		return res, err
 	}
 	remote := cronDB != "" && cronDB != res.Database
-	var jobs []cronJob
+	var jobs []cron.Job
 	if cronDB == res.Database {
 		if jobs, err = listCronJobs(ctx, tx, names); err != nil {
 			return res, err
@@ -268,46 +257,22 @@ func cronDatabase(ctx context.Context, tx pgx.Tx) (string, error) {
 	return info.Database, nil
 }
 
-// querier is what listing and removing cron jobs needs.
-type querier interface {
-	Querier
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
 // listCronJobs lists the engine's jobs (named in names) in the cron
 // database q is connected to (none when pg_cron is not installed there).
-func listCronJobs(ctx context.Context, q querier, names []string) ([]cronJob, error) {
-	if len(names) == 0 {
-		return nil, nil
-	}
-	var has bool
-	if err := q.QueryRow(ctx, sqlHasCronJobs).Scan(&has); err != nil {
-		return nil, fmt.Errorf("looking for cron.job: %w", db.MapError(err))
-	}
-	if !has {
-		return nil, nil
-	}
-	rows, err := q.Query(ctx, sqlCronJobs, names)
+func listCronJobs(ctx context.Context, q db.Querier, names []string) ([]cron.Job, error) {
+	jobs, err := cron.JobsNamed(ctx, q, names)
 	if err != nil {
-		return nil, fmt.Errorf("listing pg_cron jobs: %w", db.MapError(err))
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (cronJob, error) {
-		var j cronJob
-		return j, r.Scan(&j.id, &j.name)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing pg_cron jobs: %w", db.MapError(err))
+		return nil, fmt.Errorf("listing pg_cron jobs: %w", err)
 	}
 	return jobs, nil
 }
 
-func unschedule(ctx context.Context, q querier, jobs []cronJob, cronDB string, res *UninstallResult) error {
+func unschedule(ctx context.Context, q db.Querier, jobs []cron.Job, cronDB string, res *UninstallResult) error {
 	for _, j := range jobs {
-		if _, err := q.Exec(ctx, sqlCronUnschedule, j.id); err != nil {
-			return fmt.Errorf("removing pg_cron job %q (id %d) in database %q: %w; remove it as its owner or a superuser: SELECT cron.unschedule(%d);", j.name, j.id, cronDB, db.Described(err), j.id)
+		if err := cron.Unschedule(ctx, q, j.ID); err != nil {
+			return fmt.Errorf("removing pg_cron job %q (id %d) in database %q: %w; remove it as its owner or a superuser: %s", j.Name, j.ID, cronDB, db.Described(err), cron.UnscheduleSQL(j.ID))
 		}
-		res.CronJobs = append(res.CronJobs, j.name+" (in "+cronDB+")")
+		res.CronJobs = append(res.CronJobs, j.Name+" (in "+cronDB+")")
 	}
 	return nil
 }
@@ -319,7 +284,7 @@ func removeRemoteCronJobs(ctx context.Context, conn *pgx.Conn, cronDB string, na
 	defer cancel()
 	cc, err := db.ConnectToDatabase(cctx, conn, cronDB)
 	if err != nil {
-		return fmt.Errorf("connecting to pg_cron's database %q to remove the engine's jobs: %w; remove them there by hand (SELECT cron.unschedule(jobid) FROM cron.job WHERE jobname = ANY (%s)), or pass --force", cronDB, err, sqlTextArray(names))
+		return fmt.Errorf("connecting to pg_cron's database %q to remove the engine's jobs: %w; remove them there by hand (%s), or pass --force", cronDB, err, strings.TrimSuffix(cron.UnscheduleNamedSQL(names), ";"))
 	}
 	defer cc.Close(context.WithoutCancel(ctx))
 	jobs, err := listCronJobs(cctx, cc, names)
@@ -362,7 +327,7 @@ func dropRoles(ctx context.Context, tx pgx.Tx, database string) error {
 }
 
 // dryRunUninstall writes what Uninstall would run.
-func dryRunUninstall(ctx context.Context, conn *pgx.Conn, res *UninstallResult, sc script, cronDB string, names []string, jobs []cronJob, opts UninstallOptions) error {
+func dryRunUninstall(ctx context.Context, conn *pgx.Conn, res *UninstallResult, sc script, cronDB string, names []string, jobs []cron.Job, opts UninstallOptions) error {
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
@@ -390,8 +355,8 @@ func dryRunUninstall(ctx context.Context, conn *pgx.Conn, res *UninstallResult, 
 		}
 	}
 	for _, j := range jobs {
-		fmt.Fprintf(out, "SELECT cron.unschedule(%d); -- %s\n", j.id, j.name)
-		res.CronJobs = append(res.CronJobs, j.name+" (in "+cronDB+")")
+		fmt.Fprintf(out, "%s -- %s\n", cron.UnscheduleSQL(j.ID), j.Name)
+		res.CronJobs = append(res.CronJobs, j.Name+" (in "+cronDB+")")
 	}
 	if opts.DropRoles {
 		fmt.Fprintln(out, fmt.Sprintf(sqlRevokeDatabase, pgx.Identifier{res.Database}.Sanitize())+";")
@@ -410,13 +375,4 @@ func (s script) where(err error) string {
 		}
 	}
 	return ""
-}
-
-// sqlTextArray writes names as an SQL text[] literal (a hint that pastes).
-func sqlTextArray(names []string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = "'" + strings.ReplaceAll(n, "'", "''") + "'"
-	}
-	return "ARRAY[" + strings.Join(q, ", ") + "]"
 }

@@ -2,6 +2,11 @@
 // so that the code that takes a lock and the code that reports who holds it
 // (status) agree. All are two-key advisory locks: in pg_locks, locktype =
 // 'advisory', classid = the first key, objid = the second, objsubid = 2.
+//
+// The ids' home is the engine: sql/install/04_lock_ids.sql, one inlinable
+// function pgque.lock_id_<name>() per id. The constants here are the same
+// numbers for Go; TestIDsAreTheEngines fails when one differs or when the
+// engine has an id this package does not name.
 package locks
 
 // ClassID is the first key of pgquectl's own locks ('pgqu' as an int4).
@@ -38,6 +43,21 @@ const QueueTickClassID int32 = ClassID + 1
 // finish_batch take it (transaction-scoped) so one consumer's batch
 // operations run one at a time, without row locks (no WAL).
 const SubscriptionBatchClassID int32 = ClassID + 2
+
+// PartitionInternClassID is the first key of a queue's partition-name
+// interning lock; the second is the queue id. pgque.intern_partitions takes
+// it (transaction-scoped) only when a name is new.
+const PartitionInternClassID int32 = ClassID + 3
+
+// PushPartitionClassID is the first key of a (queue, partition) push lock;
+// the second is the key pgque.push derives for the pair. push takes it
+// (transaction-scoped) per partition that has items to write.
+const PushPartitionClassID int32 = ClassID + 4
+
+// GroupSeedClassID is the first key of a consumer group's cursor-seeding
+// lock; the second is a hash of the queue and group. pgque.group_seed takes
+// it (transaction-scoped) when a cursor is created.
+const GroupSeedClassID int32 = ClassID + 5
 
 // SubscriptionReaderClassID is the first key of a subscription's reader
 // lock; the second is the subscription id. receive() takes it shared and

@@ -1,6 +1,10 @@
 package pgstats
 
-import "context"
+import (
+	"context"
+
+	"github.com/pgquectl/pgquectl/internal/db"
+)
 
 // Connections counts client connections against the server's limit.
 // It reads pg_stat_database.numbackends, which every role may see.
@@ -20,7 +24,7 @@ SELECT coalesce(sum(numbackends), 0)::bigint,
   FROM pg_stat_database`
 
 // ReadConnections reads [Connections].
-func ReadConnections(ctx context.Context, q Querier) (Connections, error) {
+func ReadConnections(ctx context.Context, q db.Querier) (Connections, error) {
 	var c Connections
 	err := queryOne(ctx, q, "counting connections", QueryConnections, nil,
 		&c.Total, &c.ThisDatabase, &c.MaxConnections, &c.ReservedSuperuser)
@@ -33,7 +37,7 @@ const QueryNotifyUsage = `SELECT pg_notification_queue_usage()`
 // NotifyQueueUsage returns pg_notification_queue_usage(): the share of the
 // server's NOTIFY queue held by notifications some listener has not read
 // yet. A listener sitting in a long transaction makes it grow.
-func NotifyQueueUsage(ctx context.Context, q Querier) (float64, error) {
+func NotifyQueueUsage(ctx context.Context, q db.Querier) (float64, error) {
 	var u float64
 	err := queryOne(ctx, q, "reading the NOTIFY queue usage", QueryNotifyUsage, nil, &u)
 	return u, err

@@ -2,6 +2,8 @@ package pgstats
 
 import (
 	"context"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // Engine says whether the pgque engine is installed and readable here.
@@ -21,7 +23,7 @@ const QueryEngineVersion = `SELECT pgque.version()`
 
 // ReadEngine reads [Engine]. A missing EXECUTE privilege on pgque.version()
 // is reported as ErrPermission with Installed and SchemaUsage filled in.
-func ReadEngine(ctx context.Context, q Querier) (Engine, error) {
+func ReadEngine(ctx context.Context, q db.Querier) (Engine, error) {
 	var e Engine
 	if err := queryOne(ctx, q, "checking for the pgque schema", QueryEngine, nil, &e.Installed, &e.SchemaUsage); err != nil {
 		return e, err
@@ -38,7 +40,7 @@ func ReadEngine(ctx context.Context, q Querier) (Engine, error) {
 const QueryMetaRotation = `SELECT pgque.meta_rotation_ms()`
 
 // MetaRotationPeriod returns pgque.meta_rotation_ms() in seconds.
-func MetaRotationPeriod(ctx context.Context, q Querier) (float64, error) {
+func MetaRotationPeriod(ctx context.Context, q db.Querier) (float64, error) {
 	var ms int64
 	err := queryOne(ctx, q, "reading pgque.meta_rotation_ms()", QueryMetaRotation, nil, &ms)
 	return float64(ms) / 1000, err

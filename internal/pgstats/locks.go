@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // AdvisoryHolder is a session holding or waiting for a two-key advisory lock.
@@ -38,7 +40,7 @@ SELECT l.pid, l.granted,
 // AdvisoryHolders reads who holds (Granted) or waits for the advisory lock
 // (classID, objID), e.g. (locks.ClassID, locks.TickerLeader) for the ticker
 // daemon's leader.
-func AdvisoryHolders(ctx context.Context, q Querier, classID, objID int32) ([]AdvisoryHolder, error) {
+func AdvisoryHolders(ctx context.Context, q db.Querier, classID, objID int32) ([]AdvisoryHolder, error) {
 	return queryAll(ctx, q, "reading advisory lock holders", QueryAdvisoryHolders,
 		func(row pgx.CollectableRow) (AdvisoryHolder, error) {
 			var h AdvisoryHolder

@@ -34,13 +34,6 @@ import (
 	"github.com/pgquectl/pgquectl/internal/db"
 )
 
-// Querier is what the functions of this package need from a connection:
-// *pgx.Conn, *pgxpool.Pool and pgx.Tx all satisfy it.
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // DefaultTimeout bounds a call whose context has no deadline.
 const DefaultTimeout = 10 * time.Second
 
@@ -81,7 +74,7 @@ func wrap(doing string, err error) error {
 }
 
 // queryAll runs sql and scans every row with scan.
-func queryAll[T any](ctx context.Context, q Querier, doing, sql string, scan func(pgx.CollectableRow) (T, error), args ...any) ([]T, error) {
+func queryAll[T any](ctx context.Context, q db.Querier, doing, sql string, scan func(pgx.CollectableRow) (T, error), args ...any) ([]T, error) {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	rows, err := q.Query(ctx, sql, args...)
@@ -96,7 +89,7 @@ func queryAll[T any](ctx context.Context, q Querier, doing, sql string, scan fun
 }
 
 // queryOne runs sql and scans its single row into dest.
-func queryOne(ctx context.Context, q Querier, doing, sql string, args []any, dest ...any) error {
+func queryOne(ctx context.Context, q db.Querier, doing, sql string, args []any, dest ...any) error {
 	ctx, cancel := withTimeout(ctx)
 	defer cancel()
 	return wrap(doing, q.QueryRow(ctx, sql, args...).Scan(dest...))

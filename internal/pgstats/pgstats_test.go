@@ -3,7 +3,6 @@ package pgstats_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -297,49 +296,5 @@ func TestServerCounters(t *testing.T) {
 	e, err := pgstats.ReadEngine(ctx, conn)
 	if err != nil || e.Installed {
 		t.Errorf("ReadEngine without the engine: %+v, %v", e, err)
-	}
-}
-
-func TestCronCatalog(t *testing.T) {
-	t.Parallel()
-	server := pgtest.RequireCron(t)
-	conn := pgtest.Conn(t, server)
-	ctx := ctxT(t)
-	s, err := pgstats.ReadCronSettings(ctx, conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !s.Loaded {
-		t.Fatalf("pg_cron is preloaded on the test server, yet: %+v", s)
-	}
-	if s.DatabaseName != "postgres" || s.MaxRunningJobs <= 0 {
-		t.Errorf("settings %+v", s)
-	}
-	a, err := pgstats.ReadCronAccess(ctx, conn)
-	if err != nil || !a.Installed || !a.SchemaUsage || !a.SeesAllJobs {
-		t.Fatalf("access %+v, %v", a, err)
-	}
-	// A job named in the list, for a database that does not exist: found,
-	// with no runs. A name differing in one byte is not (exact match: '_'
-	// in a database name is no wildcard).
-	name := "pgque_pgstats_test@nodb_" + time.Now().Format("150405.000000")
-	var id int64
-	if err := conn.QueryRow(ctx, `SELECT cron.schedule($1, '0 0 1 1 *', 'SELECT 1')`, name).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), `SELECT cron.unschedule($1::bigint)`, id) })
-	jobs, err := pgstats.CronJobs(ctx, conn, []string{name}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(jobs) != 1 || jobs[0].JobID != id || jobs[0].Runs != 0 || jobs[0].LastStart != nil {
-		t.Errorf("jobs %+v", jobs)
-	}
-	jobs, err = pgstats.CronJobs(ctx, conn, []string{strings.Replace(name, "_", "x", 1), name[:len(name)-1]}, time.Hour)
-	if err != nil || len(jobs) != 0 {
-		t.Errorf("a name for another job matched: %+v, %v", jobs, err)
-	}
-	if _, err := pgstats.CronRunning(ctx, conn); err != nil {
-		t.Error(err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // QueueInfo is one row of pgque.get_queue_info(): a queue's configuration
@@ -45,7 +47,7 @@ SELECT queue_name, queue_ntables, queue_cur_table,
 
 // Queues reads [QueueInfo] for every queue. ErrUnavailable: the engine is
 // not installed; ErrPermission: the role may not execute it.
-func Queues(ctx context.Context, q Querier) ([]QueueInfo, error) {
+func Queues(ctx context.Context, q db.Querier) ([]QueueInfo, error) {
 	return queryAll(ctx, q, "reading pgque.get_queue_info()", QueryQueueInfo,
 		func(row pgx.CollectableRow) (QueueInfo, error) {
 			var i QueueInfo
@@ -69,7 +71,7 @@ type TickLag struct {
 
 // TickLags derives each queue's [TickLag] from get_queue_info(): the
 // figures a tick-lag check or a benchmark needs, without the rest.
-func TickLags(ctx context.Context, q Querier) ([]TickLag, error) {
+func TickLags(ctx context.Context, q db.Querier) ([]TickLag, error) {
 	qs, err := Queues(ctx, q)
 	if err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ SELECT queue_name, consumer_name,
  ORDER BY queue_name, consumer_name`
 
 // Consumers reads [ConsumerInfo] for every subscription.
-func Consumers(ctx context.Context, q Querier) ([]ConsumerInfo, error) {
+func Consumers(ctx context.Context, q db.Querier) ([]ConsumerInfo, error) {
 	return queryAll(ctx, q, "reading pgque.get_consumer_info()", QueryConsumerInfo,
 		func(row pgx.CollectableRow) (ConsumerInfo, error) {
 			var c ConsumerInfo
@@ -131,7 +133,7 @@ const QueryLastMetaRotation = `SELECT max(sub_moved_at) FROM pgque.subscription`
 // LastMetaRotation returns the time of the last subscription-table
 // rotation, or nil when there are no subscriptions. Needs SELECT on
 // pgque.subscription (ErrPermission otherwise).
-func LastMetaRotation(ctx context.Context, q Querier) (*time.Time, error) {
+func LastMetaRotation(ctx context.Context, q db.Querier) (*time.Time, error) {
 	var t *time.Time
 	err := queryOne(ctx, q, "reading the last metadata rotation", QueryLastMetaRotation, nil, &t)
 	return t, err
@@ -161,7 +163,7 @@ SELECT q.queue_name, extract(epoch FROM g.tick_time - g.prev_time)::float8, g.pr
 
 // LongestTickGap reads [TickGap]; nil when no queue had two consecutive
 // busy ticks. ErrPermission for roles that may not read the tick table.
-func LongestTickGap(ctx context.Context, q Querier) (*TickGap, error) {
+func LongestTickGap(ctx context.Context, q db.Querier) (*TickGap, error) {
 	var g TickGap
 	err := queryOne(ctx, q, "reading tick gaps", QueryTickGap, nil, &g.Queue, &g.Gap, &g.From)
 	if errors.Is(err, pgx.ErrNoRows) {

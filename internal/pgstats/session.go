@@ -3,6 +3,8 @@ package pgstats
 import (
 	"context"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // SessionInfo describes the connected role and server: what status needs to
@@ -38,7 +40,7 @@ SELECT current_user::text,
  WHERE r.rolname = current_user`
 
 // Session reads [SessionInfo].
-func Session(ctx context.Context, q Querier) (SessionInfo, error) {
+func Session(ctx context.Context, q db.Querier) (SessionInfo, error) {
 	var s SessionInfo
 	err := queryOne(ctx, q, "reading session info", QuerySession, nil,
 		&s.User, &s.Database, &s.ServerVersion, &s.ServerVersionNum, &s.Superuser, &s.BypassRLS,
@@ -54,7 +56,7 @@ const QueryForceStatsFlush = `SELECT pg_stat_force_next_flush()`
 // dead tuples) visible to other sessions as soon as its transaction ends.
 // Call it in the session that does the work (e.g. a churn generator), not
 // in the reader. Returns ErrUnavailable before PostgreSQL 15.
-func ForceStatsFlush(ctx context.Context, q Querier) error {
+func ForceStatsFlush(ctx context.Context, q db.Querier) error {
 	var ignored any
 	return queryOne(ctx, q, "forcing a statistics flush", QueryForceStatsFlush, nil, &ignored)
 }
@@ -65,7 +67,7 @@ const QueryClearStatsSnapshot = `SELECT pg_stat_clear_snapshot()`
 
 // ClearStatsSnapshot makes the next statistics read inside the same
 // transaction fetch fresh values (stats_fetch_consistency caches them).
-func ClearStatsSnapshot(ctx context.Context, q Querier) error {
+func ClearStatsSnapshot(ctx context.Context, q db.Querier) error {
 	var ignored any
 	return queryOne(ctx, q, "clearing the statistics snapshot", QueryClearStatsSnapshot, nil, &ignored)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // TableKind groups the engine's tables by how they are expected to churn.
@@ -116,7 +118,7 @@ SELECT s.schemaname::text,
 
 // TableStats reads [TableStat] for every table of schema (usually "pgque").
 // pg_stat_user_tables needs no special privilege. Counters lag ~1 s.
-func TableStats(ctx context.Context, q Querier, schema string) ([]TableStat, error) {
+func TableStats(ctx context.Context, q db.Querier, schema string) ([]TableStat, error) {
 	return queryAll(ctx, q, "reading table statistics of schema "+schema, QueryTableStats,
 		func(row pgx.CollectableRow) (TableStat, error) {
 			var t TableStat
@@ -138,7 +140,7 @@ SELECT c.relname::text, pg_stat_get_dead_tuples(c.oid)
 
 // DeadTuples returns dead tuples per table name of schema, for samplers that
 // poll often (bench/sub-second tracks the peak with it).
-func DeadTuples(ctx context.Context, q Querier, schema string) (map[string]int64, error) {
+func DeadTuples(ctx context.Context, q db.Querier, schema string) (map[string]int64, error) {
 	type pair struct {
 		name string
 		dead int64
@@ -249,7 +251,7 @@ func isMetadata(k TableKind) bool {
 // pgstattuple when the extension exists in the database and the role may
 // use it, else the page-based bound. It returns the method used.
 // StatsDeadTuples keeps n_dead_tup.
-func MeasureDead(ctx context.Context, q Querier, schema string, tables []TableStat) (string, error) {
+func MeasureDead(ctx context.Context, q db.Querier, schema string, tables []TableStat) (string, error) {
 	var names []string
 	idx := map[string]int{}
 	for i := range tables {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // LSN is a WAL position (pg_lsn) as a byte offset.
@@ -63,7 +65,7 @@ SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_curr
   FROM pg_stat_wal w`
 
 // ReadWAL takes one [WALPoint].
-func ReadWAL(ctx context.Context, q Querier) (WALPoint, error) {
+func ReadWAL(ctx context.Context, q db.Querier) (WALPoint, error) {
 	var p WALPoint
 	var lsn *string
 	var xid int64
@@ -111,7 +113,7 @@ func Rate(from, to WALPoint) WALRate {
 
 // SampleWAL reads the WAL position, waits d (or until ctx ends) and reads it
 // again. Use ReadWAL + Rate directly to sample around other work.
-func SampleWAL(ctx context.Context, q Querier, d time.Duration) (WALRate, error) {
+func SampleWAL(ctx context.Context, q db.Querier, d time.Duration) (WALRate, error) {
 	from, err := ReadWAL(ctx, q)
 	if err != nil {
 		return WALRate{}, err

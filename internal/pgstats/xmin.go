@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // Backend is a session that holds back the xmin horizon: it has a snapshot
@@ -70,7 +72,7 @@ SELECT a.pid,
  ORDER BY greatest(age(a.backend_xmin), age(a.backend_xid)) DESC, a.pid`
 
 // XminBackends reads the sessions holding the xmin horizon, oldest first.
-func XminBackends(ctx context.Context, q Querier) ([]Backend, error) {
+func XminBackends(ctx context.Context, q db.Querier) ([]Backend, error) {
 	return queryAll(ctx, q, "reading xmin holders from pg_stat_activity", QueryXminBackends,
 		func(row pgx.CollectableRow) (Backend, error) {
 			var b Backend
@@ -107,7 +109,7 @@ SELECT slot_name::text, slot_type, coalesce(database::text, ''), active, active_
  ORDER BY greatest(age(xmin), age(catalog_xmin)) DESC`
 
 // Slots reads the replication slots that hold a horizon.
-func Slots(ctx context.Context, q Querier) ([]Slot, error) {
+func Slots(ctx context.Context, q db.Querier) ([]Slot, error) {
 	return queryAll(ctx, q, "reading replication slots", QuerySlots,
 		func(row pgx.CollectableRow) (Slot, error) {
 			var s Slot
@@ -139,7 +141,7 @@ SELECT gid, transaction::text, age(transaction)::bigint, prepared,
  ORDER BY prepared`
 
 // PreparedXacts reads [PreparedXact]s.
-func PreparedXacts(ctx context.Context, q Querier) ([]PreparedXact, error) {
+func PreparedXacts(ctx context.Context, q db.Querier) ([]PreparedXact, error) {
 	return queryAll(ctx, q, "reading prepared transactions", QueryPreparedXacts,
 		func(row pgx.CollectableRow) (PreparedXact, error) {
 			var p PreparedXact

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/locks"
 )
 
 // HeldRotation is a metadata rotation stopped before its COMMIT: the rows
@@ -31,7 +33,7 @@ type HeldRotation struct {
 // transaction until the child has 3 pages (the versions of a transaction
 // in progress cannot be pruned), more than the 1 + 1 below which
 // rotate_family leaves a child alone. Then, on a connection of its own, it
-// takes the rotation's advisory lock (1885827445, 4), as rotate_metadata
+// takes the rotation's advisory lock (locks.MetadataRotation), as rotate_metadata
 // does, so no other session's rotation runs meanwhile, and calls
 // pgque.rotate_family with a transaction-id budget of 0 (rotate now).
 func HoldRotation(t testing.TB, dsn, family string) *HeldRotation {
@@ -81,7 +83,7 @@ END $bloat$`)
 			_, _ = h.hold.Exec(Ctx(t), `ROLLBACK`)
 		}
 	})
-	if _, err := h.hold.Exec(ctx, `SELECT pg_advisory_xact_lock(1885827445, 4)`); err != nil {
+	if _, err := h.hold.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`, locks.ClassID, locks.MetadataRotation); err != nil {
 		t.Fatalf("pgtest: the rotation's advisory lock: %v", err)
 	}
 	var moved int

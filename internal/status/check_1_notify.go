@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/pgquectl/pgquectl/internal/pgstats"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // The "notify queue" check: PostgreSQL's NOTIFY queue, filled by a
@@ -15,7 +17,7 @@ func init() {
 	serverChecks = append(serverChecks, serverCheck{
 		name:    "notify queue",
 		section: SectionNotify,
-		collect: func(ctx context.Context, q pgstats.Querier, r *Report) {
+		collect: func(ctx context.Context, q db.Querier, r *Report) {
 			u, err := pgstats.NotifyQueueUsage(ctx, q)
 			if err != nil {
 				r.Notify.Problems = appendProblem(r.Notify.Problems, "pg_notification_queue_usage()", err, r)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/pgquectl/pgquectl/internal/pgstats"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // The "connections" check: client backends (pg_stat_database.numbackends)
@@ -15,7 +17,7 @@ func init() {
 	serverChecks = append(serverChecks, serverCheck{
 		name:    "connections",
 		section: SectionConnections,
-		collect: func(ctx context.Context, q pgstats.Querier, r *Report) {
+		collect: func(ctx context.Context, q db.Querier, r *Report) {
 			cs, err := pgstats.ReadConnections(ctx, q)
 			if err != nil {
 				r.Connections.Problems = appendProblem(r.Connections.Problems, "pg_stat_database", err, r)

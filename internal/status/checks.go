@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pgquectl/pgquectl/internal/pgstats"
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // Section names as they appear in checks and headings.
@@ -134,7 +134,7 @@ type serverCheck struct {
 	section string // Section* constant
 	// collect runs the query, judges the value and stores both (or a
 	// problem) in the report.
-	collect func(ctx context.Context, q pgstats.Querier, r *Report)
+	collect func(ctx context.Context, q db.Querier, r *Report)
 	// result returns the verdict and the problems stored by collect.
 	result func(r *Report) (Verdict, []Problem)
 	// value is the row's value column.

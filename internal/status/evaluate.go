@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/pgstats"
+
+	"github.com/pgquectl/pgquectl/internal/cron"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // This file holds the judgements: pure functions from measurements and
@@ -234,9 +238,9 @@ func slotVerdict(s pgstats.Slot) Verdict {
 	switch {
 	case s.Xmin != nil && !s.Active:
 		return warn("inactive %s slot %q holds xmin %s (%d xids old) for every database: drop it (SELECT pg_drop_replication_slot(%s)) or reconnect its client",
-			s.Type, s.Name, *s.Xmin, deref(s.XminAgeXIDs), quoteLiteral(s.Name))
+			s.Type, s.Name, *s.Xmin, db.Deref(s.XminAgeXIDs), quoteLiteral(s.Name))
 	case s.Xmin != nil:
-		return ok("active %s slot %q holds xmin %d xids back (standby feedback)", s.Type, s.Name, deref(s.XminAgeXIDs))
+		return ok("active %s slot %q holds xmin %d xids back (standby feedback)", s.Type, s.Name, db.Deref(s.XminAgeXIDs))
 	}
 	return ok("%s slot %q holds only catalog_xmin: pgque tables are not affected", s.Type, s.Name)
 }
@@ -281,7 +285,7 @@ func scheduleInterval(s string) (float64, bool) {
 }
 
 // isTickerJob says whether a job drives ticks.
-func isTickerJob(j pgstats.CronJob) bool { return strings.Contains(j.Command, "ticker") }
+func isTickerJob(j cron.JobRuns) bool { return strings.Contains(j.Command, "ticker") }
 
 // jobVerdict judges one of our pg_cron jobs at server time now, by what its
 // runs achieved: a job whose newest finished run failed is CRIT whether or
@@ -309,7 +313,7 @@ func jobVerdict(j *JobRow, logRun bool, now time.Time, t Thresholds) Verdict {
 			since = "the last success ended " + dur(now.Sub(*j.LastSuccessEnd).Seconds()) + " ago"
 		}
 		return crit("failing: %d run(s) failed since the last success (%s); latest: %s (jobid %d, cron.job_run_details)%s",
-			j.FailedSinceSuccess, since, firstLine(j.LastFailureMessage), j.JobID, failureHint(j.CronJob))
+			j.FailedSinceSuccess, since, firstLine(j.LastFailureMessage), j.JobID, failureHint(j.JobRuns))
 	}
 	if !j.Active {
 		return warn("job is inactive: it does not run (pgquectl tick re-registers it)")
@@ -350,7 +354,7 @@ func firstLine(s string) string {
 }
 
 // failureHint says what usually fixes a failure pg_cron reports.
-func failureHint(j pgstats.CronJob) string {
+func failureHint(j cron.JobRuns) string {
 	if strings.Contains(j.LastFailureMessage, "connection failed") {
 		return fmt.Sprintf("; pg_cron could not connect to %s port %d (cron.job nodename / nodeport): check that the server listens there, cron.host, and pg_hba.conf for user %s",
 			j.NodeName, j.NodePort, j.Username)
@@ -369,14 +373,6 @@ func bytesText(b float64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", b/div, "KMGTP"[exp])
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 // quoteLiteral quotes s as an SQL string literal for advice text.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/pgstats"
+
+	"github.com/pgquectl/pgquectl/internal/cron"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -49,36 +51,36 @@ func TestJobVerdict(t *testing.T) {
 	ago := func(d time.Duration) *time.Time { return ptr(now.Add(-d)) }
 	for _, tc := range []struct {
 		name string
-		job  pgstats.CronJob
+		job  cron.JobRuns
 		want Level
 		says string
 	}{
-		{"running loop", pgstats.CronJob{Schedule: "* * * * *", Active: true, LastStatus: "running", LastFinishedStatus: "succeeded",
+		{"running loop", cron.JobRuns{Schedule: "* * * * *", Active: true, LastStatus: "running", LastFinishedStatus: "succeeded",
 			RunningSince: ago(30 * time.Second), LastSuccessStart: ago(91 * time.Second), LastSuccessEnd: ago(31 * time.Second)}, OK, "running since 30s"},
-		{"failing", pgstats.CronJob{Schedule: "* * * * *", Active: true, Failed: 2, FailedSinceSuccess: 2, LastFinishedStatus: "failed",
+		{"failing", cron.JobRuns{Schedule: "* * * * *", Active: true, Failed: 2, FailedSinceSuccess: 2, LastFinishedStatus: "failed",
 			LastFailureMessage: "ERROR:  boom\nCONTEXT: x", LastStatus: "failed"}, Crit, "2 run(s) failed since the last success"},
 		// pg_cron could not connect: no start time, the newest run failed.
-		{"connection failed", pgstats.CronJob{Schedule: "* * * * *", Active: true, Failed: 3, FailedSinceSuccess: 3, LastFinishedStatus: "failed",
+		{"connection failed", cron.JobRuns{Schedule: "* * * * *", Active: true, Failed: 3, FailedSinceSuccess: 3, LastFinishedStatus: "failed",
 			LastFailureMessage: "connection failed", LastStatus: "failed", NodeName: "localhost", NodePort: 5999, Username: "app",
 			LastSuccessStart: ago(time.Hour), LastSuccessEnd: ago(time.Hour)}, Crit, "pg_cron could not connect to localhost port 5999"},
-		{"recovered", pgstats.CronJob{Schedule: "* * * * *", Active: true, Failed: 1, LastFinishedStatus: "succeeded", LastStatus: "succeeded",
+		{"recovered", cron.JobRuns{Schedule: "* * * * *", Active: true, Failed: 1, LastFinishedStatus: "succeeded", LastStatus: "succeeded",
 			LastFailureMessage: "ERROR:  boom", LastSuccessStart: ago(time.Second), LastSuccessEnd: ago(time.Second)}, Warn, "newest finished run succeeded"},
-		{"inactive", pgstats.CronJob{Schedule: "* * * * *"}, Warn, "inactive"},
-		{"never ran", pgstats.CronJob{Schedule: "* * * * *", Active: true}, OK, "no run recorded"},
-		{"stale warn", pgstats.CronJob{Schedule: "* * * * *", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
+		{"inactive", cron.JobRuns{Schedule: "* * * * *"}, Warn, "inactive"},
+		{"never ran", cron.JobRuns{Schedule: "* * * * *", Active: true}, OK, "no run recorded"},
+		{"stale warn", cron.JobRuns{Schedule: "* * * * *", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
 			LastSuccessStart: ago(151 * time.Second), LastSuccessEnd: ago(150 * time.Second)}, Warn, "WARN from 2m30s"},
-		{"stale crit", pgstats.CronJob{Schedule: "1 seconds", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
+		{"stale crit", cron.JobRuns{Schedule: "1 seconds", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
 			LastSuccessStart: ago(36 * time.Second), LastSuccessEnd: ago(35 * time.Second)}, Crit, "CRIT from 35s"},
-		{"yearly", pgstats.CronJob{Schedule: "0 0 1 1 *", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
+		{"yearly", cron.JobRuns{Schedule: "0 0 1 1 *", Active: true, LastStatus: "succeeded", LastFinishedStatus: "succeeded",
 			LastSuccessStart: ago(1000 * time.Hour)}, OK, "last run succeeded"},
 	} {
-		row := JobRow{CronJob: tc.job}
+		row := JobRow{JobRuns: tc.job}
 		v := jobVerdict(&row, true, now, th)
 		if v.Level != tc.want || !strings.Contains(v.Reason, tc.says) || strings.Contains(v.Reason, "\n") {
 			t.Errorf("%s: %s %q; want %s saying %q", tc.name, v.Level, v.Reason, tc.want, tc.says)
 		}
 	}
-	row := JobRow{CronJob: pgstats.CronJob{Schedule: "* * * * *", Active: true}}
+	row := JobRow{JobRuns: cron.JobRuns{Schedule: "* * * * *", Active: true}}
 	if v := jobVerdict(&row, false, now, th); v.Level != Unknown || !strings.Contains(v.Reason, "cron.log_run") {
 		t.Errorf("no history with log_run off: %+v", v)
 	}
@@ -235,7 +237,7 @@ func TestTickingIgnoresOneTickerJobsPauseWhenTwoTakeTurns(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 1, 13, 0, 30, 0, time.UTC)
 	job := func(name, sched string) JobRow {
-		return JobRow{CronJob: pgstats.CronJob{Name: name, Schedule: sched, Command: "CALL pgque.ticker_loop()", Active: true,
+		return JobRow{JobRuns: cron.JobRuns{Name: name, Schedule: sched, Command: "CALL pgque.ticker_loop()", Active: true,
 			LastFinishedStatus: "succeeded", LargestGap: ptr(56.5), LargestGapAt: ptr(now.Add(-2 * time.Minute))}, Verdict: ok("fine")}
 	}
 	for _, tc := range []struct {
@@ -262,7 +264,7 @@ func TestTickingWarnsOfAJobSetWithOneTickerJob(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 1, 13, 0, 30, 0, time.UTC)
 	job := func(name, sched string) JobRow {
-		return JobRow{CronJob: pgstats.CronJob{Name: name, Schedule: sched, Command: "CALL pgque.ticker_loop()", Active: true,
+		return JobRow{JobRuns: cron.JobRuns{Name: name, Schedule: sched, Command: "CALL pgque.ticker_loop()", Active: true,
 			LastFinishedStatus: "succeeded"}, Verdict: ok("fine")}
 	}
 	for _, tc := range []struct {

@@ -451,7 +451,7 @@ func (c *Collector) cron(ctx context.Context, r *Report) {
 		cs.Problems = appendProblem(cs.Problems, "pg_locks (pg_cron loop)", err, r)
 	}
 
-	settings, err := pgstats.ReadCronSettings(qctx, c.conn)
+	settings, err := cron.ReadSettings(qctx, c.conn)
 	if err != nil {
 		cs.Problems = appendProblem(cs.Problems,
 			"pg_cron's settings (cron.database_name is readable only by superusers and members of pg_read_all_settings)", err, r)
@@ -470,7 +470,7 @@ func (c *Collector) cron(ctx context.Context, r *Report) {
 		})
 		return
 	}
-	access, err := pgstats.ReadCronAccess(qctx, cronConn)
+	access, err := cron.ReadAccess(qctx, cronConn)
 	if err != nil {
 		cs.Problems = appendProblem(cs.Problems, "the pg_cron extension", err, r)
 		return
@@ -492,17 +492,17 @@ func (c *Collector) cron(ctx context.Context, r *Report) {
 		cs.Problems = appendProblem(cs.Problems, "pgque.cron_job_names()", err, r)
 		return
 	}
-	jobs, err := pgstats.CronJobs(qctx, cronConn, names, r.Thresholds.CronWindow)
+	jobs, err := cron.ReadJobRuns(qctx, cronConn, names, r.Thresholds.CronWindow)
 	if err != nil {
 		cs.Problems = appendProblem(cs.Problems, "cron.job / cron.job_run_details", err, r)
 		return
 	}
 	for _, j := range jobs {
-		row := JobRow{CronJob: j}
+		row := JobRow{JobRuns: j}
 		row.Verdict = jobVerdict(&row, settings.LogRun, r.Session.Now, r.Thresholds)
 		cs.Jobs = append(cs.Jobs, row)
 	}
-	if n, err := pgstats.CronRunning(qctx, cronConn); err != nil {
+	if n, err := cron.CountRunning(qctx, cronConn); err != nil {
 		cs.Problems = appendProblem(cs.Problems, "cron.job_run_details", err, r)
 	} else {
 		cs.Running = n
@@ -548,7 +548,7 @@ func runningVerdict(n int64, maxJobs int, t Thresholds) Verdict {
 	return ok("%d of cron.max_running_jobs (%d) runs in progress", n, maxJobs)
 }
 
-func historyVerdict(a pgstats.CronAccess, t Thresholds) Verdict {
+func historyVerdict(a cron.Access, t Thresholds) Verdict {
 	if t.CronRunDetailsWarn > 0 && a.RunDetailRows > t.CronRunDetailsWarn {
 		return warn("cron.job_run_details holds %d rows (%s): pgque purges its own rows after the cron_run_retention setting; purge other jobs' history",
 			a.RunDetailRows, bytesText(float64(a.RunDetailSize)))
@@ -566,7 +566,7 @@ func (c *Collector) judgeTicking(r *Report) {
 	var ticker *JobRow
 	tickerJobs := 0
 	for i := range cs.Jobs {
-		if isTickerJob(cs.Jobs[i].CronJob) {
+		if isTickerJob(cs.Jobs[i].JobRuns) {
 			if ticker == nil {
 				ticker = &cs.Jobs[i]
 			}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // WriteJSON writes the whole report as indented JSON. Every list is a
@@ -228,7 +230,7 @@ func (r *Report) writeTable(w io.Writer, wide bool) error {
 		var rows [][]string
 		for _, b := range x.Backends {
 			rows = append(rows, []string{b.XminHolder, strconv.Itoa(int(b.PID)), b.User, b.Application, b.Database,
-				orDash(b.State), orDash(deref(b.BackendXmin)) + xidText(b.BackendXID), secp(b.XactAge),
+				orDash(b.State), orDash(db.Deref(b.BackendXmin)) + xidText(b.BackendXID), secp(b.XactAge),
 				i64(b.XminAgeXIDs), b.Level.String()})
 		}
 		for _, p := range x.Prepared {
@@ -236,7 +238,7 @@ func (r *Report) writeTable(w io.Writer, wide bool) error {
 				dur(p.Age), i64(p.AgeXIDs), p.Level.String()})
 		}
 		for _, s := range x.Slots {
-			xmin := orDash(deref(s.Xmin))
+			xmin := orDash(db.Deref(s.Xmin))
 			if s.CatalogXmin != nil {
 				xmin += " (catalog " + *s.CatalogXmin + ")"
 			}
@@ -245,7 +247,7 @@ func (r *Report) writeTable(w io.Writer, wide bool) error {
 				state = "active"
 			}
 			rows = append(rows, []string{s.Type + " slot " + s.Name, pidp(s.ActivePID), "-", "-", orDash(s.Database),
-				state, xmin, "?", i64(max(deref(s.XminAgeXIDs), deref(s.CatalogAgeXIDs))), s.Level.String()})
+				state, xmin, "?", i64(max(db.Deref(s.XminAgeXIDs), db.Deref(s.CatalogAgeXIDs))), s.Level.String()})
 		}
 		t.table([]col{{"holder", false}, {"pid", false}, {"user", false}, {"application", true}, {"database", true},
 			{"state", false}, {"xmin / xid", true}, {"age", false}, {"age (xids)", false}, {"status", false}}, rows)

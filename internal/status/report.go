@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/pgstats"
+
+	"github.com/pgquectl/pgquectl/internal/cron"
 )
 
 // SchemaVersion is the version of the JSON report's layout (the
@@ -172,9 +174,9 @@ type PreparedRow struct {
 
 // CronSection: pg_cron jobs of this database, or the ticker daemon.
 type CronSection struct {
-	Settings pgstats.CronSettings `json:"settings"`
-	Access   pgstats.CronAccess   `json:"access"`
-	Jobs     []JobRow             `json:"jobs"`
+	Settings cron.Settings `json:"settings"`
+	Access   cron.Access   `json:"access"`
+	Jobs     []JobRow      `json:"jobs"`
 	// Running runs of all jobs the role can see, against cron.max_running_jobs.
 	Running        int64                    `json:"running"`
 	RunningVerdict Verdict                  `json:"running_verdict"`
@@ -204,7 +206,7 @@ type CronSection struct {
 
 // JobRow is one of our pg_cron jobs.
 type JobRow struct {
-	pgstats.CronJob
+	cron.JobRuns
 	Interval     *float64 `json:"interval_s"` // from the schedule; nil: not understood
 	SinceLastRun *float64 `json:"since_last_start_s"`
 	Verdict

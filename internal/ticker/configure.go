@@ -57,9 +57,19 @@ const (
 // per day in `pgquectl tick`'s plan; consumers add their own cursor updates.
 const BytesPerTick = 236
 
-// ValidatePeriod checks the form of a tick period: a positive whole number
-// of milliseconds. Its range is the engine's rule (1..60000 ms), checked
-// when it is set.
+// MinPeriod and MaxPeriod are the engine's tick-period range, for help
+// texts and messages. Its one definition is pgque.setting_spec()
+// (tick_period_ms, in ms), which set_setting and set_queue_config enforce;
+// TestPeriodRangeIsTheEngines fails when these differ from it.
+const (
+	MinPeriod = time.Millisecond
+	MaxPeriod = 60 * time.Second
+)
+
+// ValidatePeriod checks the form of a tick period before anything is
+// changed: a positive whole number of milliseconds. Its range
+// (MinPeriod..MaxPeriod) is the engine's rule, checked when it is set.
+// Configure (`pgquectl tick`) and New (the ticker daemon) call it.
 func ValidatePeriod(p time.Duration) error {
 	if p <= 0 {
 		return fmt.Errorf("tick period %s out of range: must be positive (e.g. 10ms; --hz 1..1000)", p)
@@ -216,7 +226,7 @@ func quoteLiteral(s string) string {
 
 // readState reads what the engine uses: the default period, every queue's
 // effective period (only queue when given), the rotation period.
-func readState(ctx context.Context, q cron.Querier, queue string) (State, error) {
+func readState(ctx context.Context, q db.Querier, queue string) (State, error) {
 	var st State
 	var def *int64
 	var pinned bool

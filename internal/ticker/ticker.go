@@ -26,6 +26,7 @@
 package ticker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -477,7 +478,7 @@ func (d *Daemon) compareSettings(ctx context.Context, conn *pgx.Conn) {
 	want := strconv.FormatInt(o.Period.Milliseconds(), 10)
 	if live == nil || *live != want {
 		d.log.Warn("standby: my tick settings differ from the live ones; the leader's stay, I change nothing",
-			"setting", "tick_period_ms", "queue", o.Queue, "live", deref(live), "mine", want)
+			"setting", "tick_period_ms", "queue", o.Queue, "live", cmp.Or(db.Deref(live), "(default)"), "mine", want)
 	}
 	if o.Rotation > 0 {
 		var rot *string
@@ -485,17 +486,10 @@ func (d *Daemon) compareSettings(ctx context.Context, conn *pgx.Conn) {
 			want := strconv.FormatInt(o.Rotation.Milliseconds(), 10)
 			if rot == nil || *rot != want {
 				d.log.Warn("standby: my tick settings differ from the live ones; the leader's stay, I change nothing",
-					"setting", "meta_rotation_period_ms", "live", deref(rot), "mine", want)
+					"setting", "meta_rotation_period_ms", "live", cmp.Or(db.Deref(rot), "(default)"), "mine", want)
 			}
 		}
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "(default)"
-	}
-	return *s
 }
 
 // lead ticks at the period, on boundaries of the period (no drift), and
@@ -766,9 +760,6 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // retried with back-off. It returns nil on ctx's end.
 func Serve(ctx context.Context, c config.Connection, o Options, log *slog.Logger) error {
 	o.NoCron, o.DryRun = true, false
-	if err := ValidatePeriod(o.Period); err != nil {
-		return err
-	}
 	c.ApplicationName = AppName // unless the DSN sets one
 	cc, err := db.ParseConfig(c)
 	if err != nil {

@@ -29,20 +29,8 @@ CREATE TABLE IF NOT EXISTS pgque.settings (
     value       text,
     description text NOT NULL
 );
-INSERT INTO pgque.settings (name, value, description) VALUES
-    ('tick_period_ms', NULL, 'default tick period of queues in ms (1..60000); NULL: classic PgQ thresholds (ticker_max_count / ticker_max_lag)'),
-    ('meta_rotation_period_ms', NULL, 'rotation period of the tick and subscription tables in ms; NULL: clamp(300 x tick period, 1 s, 30 s)'),
-    ('meta_rotation_max_pages', '4', 'rotate the subscription table early once its current child has this many pages (dead tuples under a held xmin)'),
-    ('ticker_slot_seconds', '60', 'length of one ticker_loop() run: it ends at the end of this epoch-aligned slot (plus the overrun)'),
-    ('ticker_overrun_ms', '1500', 'how long ticker_loop() keeps ticking past its slot end so pg_cron 1.4''s queued next run takes over without a gap (2500 on pg_cron >= 1.5, where a standby run waits on the loop lock: the handover then avoids the second in which pg_cron starts its other jobs); at most half a slot'),
-    ('ticker_classic_loop_ms', '1000', 'ticker_loop() round length when no tick period is set'),
-    ('ticker_lock_timeout_ms', '20', 'how long one queue''s tick may wait for a lock before it is skipped until the next round'),
-    ('notify_max_queue_usage', '0.001', 'NOTIFY is skipped while pg_notification_queue_usage() is above this share (a stalled listener); consumers still poll'),
-    ('cron_run_retention', '1 day', 'age after which pgque''s rows in cron.job_run_details are purged'),
-    ('ticker_loop_enabled', 'true', 'false makes a running ticker_loop() end within one round (set by pgque.stop(), cleared by pgque.start() and pgquectl tick)'),
-    ('ticker_debug_round_ms', '0', 'ticker_loop() LOGs every round slower than this many ms with its phase timings; 0: off'),
-    ('ticker_maint_ms', '0', 'ticker_loop() runs pgque.maint() this often (ms) between its rounds while it holds the loop lock; 0: never. pgque.set_cron_version sets 10000 on every pg_cron version: no maintenance job starts a backend beside the loop')
-ON CONFLICT (name) DO NOTHING;
+-- Its rows, with their defaults and ranges, come from pgque.setting_spec()
+-- (09_setting_spec.sql).
 
 -- Queues.
 CREATE TABLE IF NOT EXISTS pgque.queue (

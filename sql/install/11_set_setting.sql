@@ -1,6 +1,7 @@
 -- pgque.set_setting(i_name, i_value): change an installation setting; NULL
 -- resets it to its default. The value is stored with surrounding whitespace
--- trimmed, after validation. Errors (nothing is changed): an unknown name
+-- trimmed, after validation against its kind and range: both, and the
+-- default, come from pgque.setting_spec(). Errors (nothing is changed): an unknown name
 -- raises SQLSTATE 42704 (undefined_object, the hint lists the known names);
 -- a value that is malformed or out of range raises 22023
 -- (invalid_parameter_value).
@@ -13,52 +14,33 @@ SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_value text := btrim(i_value, E' \t\r\n');
+    v_spec  record;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM pgque.settings WHERE name = i_name) THEN
+    SELECT * INTO v_spec FROM pgque.setting_spec() s WHERE s.name OPERATOR(pg_catalog.=) i_name;
+    IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM pgque.settings WHERE name = i_name) THEN
         RAISE EXCEPTION 'pgque: unknown setting "%"', i_name
             USING ERRCODE = 'undefined_object',
                   HINT = 'Known settings: ' || (SELECT string_agg(name, ', ' ORDER BY name) FROM pgque.settings);
     END IF;
     IF v_value IS NULL THEN
-        v_value := CASE i_name
-            WHEN 'meta_rotation_max_pages' THEN '4'
-            WHEN 'ticker_slot_seconds' THEN '60'
-            WHEN 'ticker_overrun_ms' THEN '1500'
-            WHEN 'ticker_classic_loop_ms' THEN '1000'
-            WHEN 'ticker_lock_timeout_ms' THEN '20'
-            WHEN 'notify_max_queue_usage' THEN '0.001'
-            WHEN 'cron_run_retention' THEN '1 day'
-            WHEN 'ticker_loop_enabled' THEN 'true'
-            WHEN 'ticker_debug_round_ms' THEN '0'
-            WHEN 'ticker_maint_ms' THEN '0'
-        END;
+        v_value := v_spec.default_value;
     ELSE
         BEGIN
-            CASE i_name
-                WHEN 'tick_period_ms' THEN
-                    IF v_value::int NOT BETWEEN 1 AND 60000 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'meta_rotation_period_ms' THEN
-                    IF v_value::int NOT BETWEEN 100 AND 3600000 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'meta_rotation_max_pages' THEN
-                    IF v_value::int NOT BETWEEN 1 AND 100000 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'ticker_slot_seconds' THEN
-                    IF v_value::int NOT BETWEEN 1 AND 3600 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'ticker_overrun_ms' THEN
-                    IF v_value::int NOT BETWEEN 0 AND 600000 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'ticker_classic_loop_ms' THEN
-                    IF v_value::int NOT BETWEEN 1 AND 60000 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'ticker_lock_timeout_ms' THEN
-                    IF v_value::int NOT BETWEEN 1 AND 10000 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'notify_max_queue_usage' THEN
-                    IF v_value::float8 NOT BETWEEN 0 AND 1 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'cron_run_retention' THEN
-                    IF v_value::interval < interval '0' THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'ticker_loop_enabled' THEN
+            CASE v_spec.kind
+                WHEN 'int' THEN
+                    IF v_value::int NOT BETWEEN v_spec.min_value::int AND v_spec.max_value::int THEN
+                        RAISE EXCEPTION 'out of range (%..%)', v_spec.min_value, v_spec.max_value;
+                    END IF;
+                WHEN 'float' THEN
+                    IF v_value::float8 NOT BETWEEN v_spec.min_value::float8 AND v_spec.max_value::float8 THEN
+                        RAISE EXCEPTION 'out of range (%..%)', v_spec.min_value, v_spec.max_value;
+                    END IF;
+                WHEN 'interval' THEN
+                    IF v_value::interval < v_spec.min_value::interval THEN
+                        RAISE EXCEPTION 'out of range (at least %)', v_spec.min_value;
+                    END IF;
+                WHEN 'bool' THEN
                     v_value := v_value::boolean::text;
-                WHEN 'ticker_debug_round_ms' THEN
-                    IF v_value::int NOT BETWEEN 0 AND 600000 THEN RAISE EXCEPTION 'out of range'; END IF;
-                WHEN 'ticker_maint_ms' THEN
-                    IF v_value::int NOT BETWEEN 0 AND 3600000 THEN RAISE EXCEPTION 'out of range'; END IF;
             END CASE;
         EXCEPTION WHEN OTHERS THEN
             RAISE EXCEPTION 'pgque: invalid value "%" for setting "%": %', v_value, i_name, SQLERRM

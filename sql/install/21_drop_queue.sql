@@ -16,7 +16,7 @@ DECLARE
     v_n     int;
 BEGIN
     v_queue := pgque.find_queue(x_queue_name, 'raise_exception');
-    PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+    PERFORM pg_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id);
     SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = v_queue.queue_id FOR UPDATE;
     IF NOT x_force AND EXISTS (SELECT 1 FROM pgque.subscription WHERE sub_queue = v_queue.queue_id) THEN
         RAISE EXCEPTION 'pgque: queue "%" still has consumers', x_queue_name

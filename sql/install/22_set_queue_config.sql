@@ -17,9 +17,11 @@ DECLARE
     v_queue pgque.queue;
     v_param text := regexp_replace(coalesce(x_param_name, ''), '^queue_', '');
     v_val   text := x_param_value;
+    v_min   int;
+    v_max   int;
 BEGIN
     v_queue := pgque.find_queue(x_queue_name, 'raise_exception');
-    PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+    PERFORM pg_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id);
     BEGIN
         CASE v_param
             WHEN 'ticker_max_count' THEN
@@ -42,7 +44,10 @@ BEGIN
                 IF v_val::int < 0 THEN RAISE EXCEPTION 'must not be negative'; END IF;
                 UPDATE pgque.queue SET queue_max_retries = v_val::int WHERE queue_id = v_queue.queue_id;
             WHEN 'tick_period_ms' THEN
-                IF v_val::int NOT BETWEEN 1 AND 60000 THEN RAISE EXCEPTION 'must be between 1 and 60000'; END IF;
+                -- The range of the installation's tick_period_ms (pgque.setting_spec()).
+                SELECT sp.min_value::int, sp.max_value::int INTO v_min, v_max
+                  FROM pgque.setting_spec() sp WHERE sp.name OPERATOR(pg_catalog.=) 'tick_period_ms';
+                IF v_val::int NOT BETWEEN v_min AND v_max THEN RAISE EXCEPTION 'must be between % and %', v_min, v_max; END IF;
                 UPDATE pgque.queue SET queue_tick_period_ms = v_val::int WHERE queue_id = v_queue.queue_id;
             WHEN 'lease_time', 'retry_limit', 'delayed_processing', 'window_buffer', 'dedup_window' THEN
                 IF v_val::int < 0 THEN RAISE EXCEPTION 'must not be negative'; END IF;

@@ -9,7 +9,7 @@
 --   xids: the transaction ids (32-bit, as pg_locks has them) of holders
 --         other than the caller's own transaction and other than tickers
 --         that inserted nothing (they hold the shared advisory lock
---         (1885827445, 6) that ticker() takes, and only read the sequence);
+--         (pgque.lock_id_class(), pgque.lock_id_ticking()) that ticker() takes, and only read the sequence);
 --   probe: some other holder had no xid yet (between nextval and its
 --         INSERT), or is such a ticker: it cannot be named by xid;
 --   own_inserted: the caller's own transaction inserted events of the queue.
@@ -46,8 +46,8 @@ BEGIN
     ), v AS (
         SELECT l.virtualtransaction,
                coalesce(bool_or(l.pid = pg_backend_pid()), false) AS own,
-               coalesce(bool_or(l.locktype = 'advisory' AND l.classid = 1885827445::oid
-                                AND l.objid = 6::oid AND l.objsubid = 2), false) AS ticker,
+               coalesce(bool_or(l.locktype = 'advisory' AND l.classid = pgque.lock_id_class()::oid
+                                AND l.objid = pgque.lock_id_ticking()::oid AND l.objsubid = 2), false) AS ticker,
                array_agg(l.transactionid::text::bigint)
                    FILTER (WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock') AS xids,
                array_agg(l.relation)
@@ -59,8 +59,8 @@ BEGIN
            AND (l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock'
                 OR l.database = (SELECT v_db)
                    AND (l.locktype = 'relation' AND l.mode = 'RowExclusiveLock'
-                        OR l.locktype = 'advisory' AND l.classid = 1885827445::oid
-                           AND l.objid = 6::oid AND l.objsubid = 2))
+                        OR l.locktype = 'advisory' AND l.classid = pgque.lock_id_class()::oid
+                           AND l.objid = pgque.lock_id_ticking()::oid AND l.objsubid = 2))
          GROUP BY l.virtualtransaction
     ), h AS (
         -- The caller's own transaction reads every sequence (due_queues):

@@ -38,7 +38,7 @@
 -- so that the caller's INSERT never waits on a lock (a rotation's
 -- TRUNCATE); a forced tick's flag is cleared here (the only write, rare).
 -- Returns: the pgque.tick row to insert, or NULL (all columns NULL).
--- Locks: advisory (1885827446, queue_id), non-blocking; ROW EXCLUSIVE on
+-- Locks: advisory (pgque.lock_id_queue_tick_class(), queue_id), non-blocking; ROW EXCLUSIVE on
 -- pgque.tick and pgque.tick_<gen>, waited for (the caller's lock_timeout).
 -- Writes: queue (only to clear a forced tick); NOTIFY pgque.queue_channel(name).
 -- Called by: tick_queue, ticker_plan.
@@ -62,7 +62,7 @@ BEGIN
             USING ERRCODE = 'invalid_transaction_state',
                   HINT = 'A tick records the current snapshot; in REPEATABLE READ or SERIALIZABLE it could be older than the previous tick. Call the ticker in its own READ COMMITTED transaction.';
     END IF;
-    IF NOT pg_try_advisory_xact_lock(1885827446, i_queue_id) THEN
+    IF NOT pg_try_advisory_xact_lock(pgque.lock_id_queue_tick_class(), i_queue_id) THEN
         RETURN NULL::pgque.tick;
     END IF;
     SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = i_queue_id;

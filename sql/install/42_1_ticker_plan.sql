@@ -12,7 +12,7 @@
 -- the set-based check then falls back to queue by queue.
 -- Must run in READ COMMITTED (raises otherwise).
 -- Returns: the rows to INSERT into pgque.tick (possibly none). Locks: the
--- shared advisory lock (1885827445, 6) for the transaction, which marks it
+-- shared advisory lock (pgque.lock_id_class(), pgque.lock_id_ticking()) for the transaction, which marks it
 -- as a ticker for other ticks' pg_locks reading (tick_in_flight); per queue,
 -- as tick_prepare (its tick lock, ROW EXCLUSIVE on the tick child), held to
 -- the end of the transaction. Writes: queue (only to clear a forced tick).
@@ -69,7 +69,7 @@ BEGIN
     -- What ticker_idle() compares: the snapshot before the due check.
     v_fp := pg_current_snapshot()::text;
     v_idle := current_setting('pgque.ticker_idle', true);
-    PERFORM pg_advisory_xact_lock_shared(1885827445, 6);
+    PERFORM pg_advisory_xact_lock_shared(pgque.lock_id_class(), pgque.lock_id_ticking());
     PERFORM set_config('lock_timeout', coalesce(pgque.get_setting('ticker_lock_timeout_ms'), '20') || 'ms', true);
     BEGIN
         -- In this order (tick_queue): the sequences (due_queues), pg_locks
@@ -111,7 +111,7 @@ BEGIN
                                                   left(a.query, 80)), ', ')
                            FROM pg_catalog.pg_locks l
                            JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
-                          WHERE l.locktype = 'advisory' AND l.classid = 1885827446::oid
+                          WHERE l.locktype = 'advisory' AND l.classid = pgque.lock_id_queue_tick_class()::oid
                             AND l.objid = v_due.queue_id::oid AND l.objsubid = 2
                             AND l.granted AND l.pid <> pg_backend_pid()
                             -- advisory locks are per database; queue ids repeat across them

@@ -17,7 +17,7 @@
 -- rows; ticker_loop calls the two itself, the plan in an exception block
 -- and the INSERT outside it (no subtransaction xid in a tick's commit).
 -- Returns: how many queues were ticked. Locks: as ticker_plan (per queue
--- its tick lock; the shared advisory lock (1885827445, 6) for the
+-- its tick lock; the shared advisory lock (pgque.lock_id_class(), pgque.lock_id_ticking()) for the
 -- transaction); retry rows and the queue rows they go to, as
 -- maint_retry_events.
 -- Writes: tick; retry_queue and event tables when retries are due.
@@ -98,7 +98,7 @@ BEGIN
             USING ERRCODE = 'invalid_transaction_state',
                   HINT = 'A tick records the current snapshot; in REPEATABLE READ or SERIALIZABLE it could be older than the previous tick. Call the ticker in its own READ COMMITTED transaction.';
     END IF;
-    PERFORM pg_advisory_xact_lock_shared(1885827445, 6);
+    PERFORM pg_advisory_xact_lock_shared(pgque.lock_id_class(), pgque.lock_id_ticking());
     SELECT d.last_tick_id, d.event_seq, d.quiet INTO v_last, v_seq, v_quiet FROM pgque.due_queues(v_queue_id) d;
     IF NOT FOUND THEN
         RETURN NULL;

@@ -29,7 +29,7 @@ BEGIN
     IF x_consumer_name ~ '[[:cntrl:]]' THEN
         RAISE EXCEPTION 'pgque: consumer name must not contain control characters' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+    PERFORM pg_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id);
     IF v_tick IS NULL THEN
         SELECT max(tick_id) INTO v_tick FROM pgque.tick WHERE tick_queue = v_queue.queue_id;
     ELSIF NOT EXISTS (SELECT 1 FROM pgque.tick WHERE tick_queue = v_queue.queue_id AND tick_id = v_tick) THEN
@@ -44,7 +44,7 @@ BEGIN
         IF x_tick_pos IS NULL THEN
             RETURN 0;
         END IF;
-        PERFORM pg_advisory_xact_lock(1885827447, v_sub.sub_id);
+        PERFORM pg_advisory_xact_lock(pgque.lock_id_subscription_batch_class(), v_sub.sub_id);
         SELECT * INTO v_sub FROM pgque.subscription WHERE sub_id = v_sub.sub_id;
         IF v_sub.sub_batch IS NOT NULL OR (SELECT d.batch_id FROM pgque.delivery_state(v_sub.sub_id) d) IS NOT NULL THEN
             RAISE EXCEPTION 'pgque: consumer "%" has an open batch on queue "%"; finish it before moving the consumer', x_consumer_name, x_queue_name

@@ -12,7 +12,7 @@ DECLARE
     v_queue  pgque.queue := pgque.find_queue(x_queue_name);
     v_sub_id int;
 BEGIN
-    PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+    PERFORM pg_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id);
     DELETE FROM pgque.subscription s
      USING pgque.consumer c
      WHERE s.sub_queue = v_queue.queue_id AND s.sub_consumer = c.co_id AND c.co_name = x_consumer_name

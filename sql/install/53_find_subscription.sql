@@ -1,7 +1,7 @@
 -- pgque.find_subscription(i_queue_name, i_consumer_name): the consumer's
 -- subscription row, read after taking the subscription's batch lock (one
 -- batch operation per consumer at a time); an unknown queue or consumer
--- raises a clear error (P0001, as PgQue's next_batch). The lock is advisory (1885827447, sub_id), not a row
+-- raises a clear error (P0001, as PgQue's next_batch). The lock is advisory (pgque.lock_id_subscription_batch_class(), sub_id), not a row
 -- lock: it writes no WAL and survives the row moving to another child.
 -- Locks: the subscription's batch lock (transaction). Called by: receive,
 -- next_batch, next_batch_info.
@@ -19,7 +19,7 @@ BEGIN
       JOIN pgque.consumer c ON c.co_id = s.sub_consumer
      WHERE s.sub_queue = v_queue.queue_id AND c.co_name = i_consumer_name;
     IF FOUND THEN
-        PERFORM pg_advisory_xact_lock(1885827447, v_sub.sub_id);
+        PERFORM pg_advisory_xact_lock(pgque.lock_id_subscription_batch_class(), v_sub.sub_id);
         SELECT s.* INTO v_sub FROM pgque.subscription s WHERE s.sub_id = v_sub.sub_id;
     END IF;
     IF NOT FOUND THEN

@@ -1,7 +1,7 @@
 -- Who holds a subscription's open receive() delivery, and is that session
 -- still there. The reader is recorded twice: its backend pid in the
 -- delivery_<sub_id>_reader sequence (see delivery_seqs), and a session-level
--- advisory lock (1885827461, sub_id), taken SHARED by the receiving session.
+-- advisory lock (pgque.lock_id_subscription_reader_class(), sub_id), taken SHARED by the receiving session.
 -- PostgreSQL releases a session's locks when its backend exits, however it
 -- ends (disconnect, crash of the client, pg_terminate_backend), so "the
 -- recorded pid holds that lock" means "the session that received the
@@ -53,7 +53,7 @@ BEGIN
     pid := nullif(pg_sequence_last_value(('pgque.delivery_' || i_sub_id || '_reader')::regclass), 0)::int;
     live := pid IS NOT NULL AND EXISTS (
         SELECT 1 FROM pg_lock_status() l
-         WHERE l.locktype = 'advisory' AND l.classid = 1885827461::oid AND l.objid = i_sub_id::oid
+         WHERE l.locktype = 'advisory' AND l.classid = pgque.lock_id_subscription_reader_class()::oid AND l.objid = i_sub_id::oid
            AND l.objsubid = 2 AND l.pid = delivery_reader.pid AND l.granted
            AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database()));
 END;
@@ -70,7 +70,7 @@ BEGIN
     IF pg_sequence_last_value(v_seq) IS DISTINCT FROM pg_backend_pid() THEN
         PERFORM setval(v_seq, pg_backend_pid());
     END IF;
-    PERFORM pg_advisory_lock_shared(1885827461, i_sub_id);
+    PERFORM pg_advisory_lock_shared(pgque.lock_id_subscription_reader_class(), i_sub_id);
 END;
 $$;
 
@@ -81,7 +81,7 @@ SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 BEGIN
     IF pg_sequence_last_value(('pgque.delivery_' || i_sub_id || '_reader')::regclass) = pg_backend_pid() THEN
-        PERFORM pg_advisory_unlock_shared(1885827461, i_sub_id);
+        PERFORM pg_advisory_unlock_shared(pgque.lock_id_subscription_reader_class(), i_sub_id);
     END IF;
 END;
 $$;

@@ -24,7 +24,7 @@ BEGIN
                                                        pgque.queue_min_rotation(v_queue.queue_options)) THEN
         RETURN 0;
     END IF;
-    IF NOT pg_try_advisory_xact_lock(1885827446, v_queue.queue_id) THEN
+    IF NOT pg_try_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id) THEN
         RETURN 0;
     END IF;
     SELECT * INTO v_queue FROM pgque.queue WHERE queue_id = v_queue.queue_id FOR UPDATE;

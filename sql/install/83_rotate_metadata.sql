@@ -26,7 +26,7 @@
 -- statement holds it for tens of ms, so a short fixed wait starves the
 -- rotation: with 16 consumers polling every 1 ms, 5 ms waits gave up on
 -- 70% of the truncates.
--- One caller at a time (advisory (1885827445, 4), try-lock: others return 0).
+-- One caller at a time (advisory (pgque.lock_id_class(), pgque.lock_id_metadata_rotation()), try-lock: others return 0).
 -- Returns: actions taken. Locks: ACCESS EXCLUSIVE on a subscription child
 -- being moved from and truncated; ACCESS EXCLUSIVE on a tick child being
 -- truncated, EXCLUSIVE on one being moved from. Writes: tick, subscription.
@@ -61,7 +61,7 @@ DECLARE
 BEGIN
     -- One rotation at a time (ticker_loop, cron and the daemon may all call
     -- it): a second caller returns at once instead of racing for the locks.
-    IF NOT pg_try_advisory_xact_lock(1885827445, 4) THEN
+    IF NOT pg_try_advisory_xact_lock(pgque.lock_id_class(), pgque.lock_id_metadata_rotation()) THEN
         RETURN 0;
     END IF;
     -- Back-off after calls that gave up on a busy table (this session's

@@ -3,7 +3,7 @@
 -- max + 1, ... in name order). Names are data: 1..512 bytes, no control
 -- characters; anything else raises invalid_parameter_value and creates
 -- nothing. Returns: (part_name, part_id, part_uuid) per distinct name.
--- Locks: advisory (1885827448, queue_id) only when a name is new
+-- Locks: advisory (pgque.lock_id_partition_intern_class(), queue_id) only when a name is new
 -- (serializes id allocation per queue). Writes: partition (insert).
 -- Called by: push.
 CREATE OR REPLACE FUNCTION pgque.intern_partitions(i_queue_id int, i_names text[])
@@ -24,7 +24,7 @@ BEGIN
     END IF;
     IF EXISTS (SELECT 1 FROM unnest(i_names) n
                 WHERE NOT EXISTS (SELECT 1 FROM pgque.partition p WHERE p.part_queue = i_queue_id AND p.part_name = n)) THEN
-        PERFORM pg_advisory_xact_lock(1885827448, i_queue_id);
+        PERFORM pg_advisory_xact_lock(pgque.lock_id_partition_intern_class(), i_queue_id);
         INSERT INTO pgque.partition (part_queue, part_id, part_name)
         SELECT i_queue_id,
                coalesce((SELECT max(p.part_id) FROM pgque.partition p WHERE p.part_queue = i_queue_id), -1)

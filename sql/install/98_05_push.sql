@@ -32,7 +32,7 @@
 -- partition_id) per item,
 -- idx being its 0-based input position (rows come queue by queue); status
 -- 'queued' or 'duplicate'.
--- Locks: advisory (1885827449, key) per (queue, partition) that has items
+-- Locks: advisory (pgque.lock_id_push_partition_class(), key) per (queue, partition) that has items
 -- with a transactionId, in key order (serializes dedup checks; queue by
 -- queue in name order), as
 -- intern_partitions for new partitions, broker_create_queue for new queues.
@@ -101,7 +101,7 @@ BEGIN
                 RETURN;
             END IF;
             -- the general path's dedup locks (same keys, same order)
-            PERFORM pg_advisory_xact_lock(1885827449, k.key)
+            PERFORM pg_advisory_xact_lock(pgque.lock_id_push_partition_class(), k.key)
                FROM (SELECT DISTINCT hashtext(v_queue.queue_id || '/' || u.p) AS key
                        FROM unnest(v_pid, v_txns) u(p, t) WHERE nullif(u.t, '') IS NOT NULL ORDER BY 1) k;
             RETURN QUERY EXECUTE 'SELECT * FROM pgque.push_dedup_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3, $4, $5)'
@@ -148,7 +148,7 @@ BEGIN
                                  'FROM pgque.push_fresh_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3) r'
             USING v_pid, v_pls, v_qname, v_idx;
         ELSE
-            PERFORM pg_advisory_xact_lock(1885827449, k.key)
+            PERFORM pg_advisory_xact_lock(pgque.lock_id_push_partition_class(), k.key)
                FROM (SELECT DISTINCT hashtext(v_queue.queue_id || '/' || u.p) AS key
                        FROM unnest(v_pid, v_txn) u(p, t) WHERE nullif(u.t, '') IS NOT NULL ORDER BY 1) k;
             RETURN QUERY EXECUTE 'SELECT ($6::int[])[r.idx + 1] - 1, r.message_id, r.transaction_id, r.queue_name, r.status, r.partition_id '

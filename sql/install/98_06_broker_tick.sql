@@ -40,8 +40,8 @@
 -- "no such queue" (undefined_object), a negative txid
 -- invalid_parameter_value.
 -- Locks: none when covered at once; else the shared advisory lock
--- (1885827445, 6) for the transaction (a ticker, for tick_queue's pg_locks
--- reading), then as tick_queue (advisory (1885827446, queue)), waited for
+-- (pgque.lock_id_class(), pgque.lock_id_ticking()) for the transaction (a ticker, for tick_queue's pg_locks
+-- reading), then as tick_queue (advisory (pgque.lock_id_queue_tick_class(), queue)), waited for
 -- (lock_timeout 500 ms) after a skipped attempt and then held to the end
 -- of the transaction.
 -- Writes: tick (insert), none when covered. Called by: the broker (internal/httpapi
@@ -93,7 +93,7 @@ BEGIN
             RETURN;
         END IF;
         IF v_try = 1 THEN
-            PERFORM pg_advisory_xact_lock_shared(1885827445, 6);
+            PERFORM pg_advisory_xact_lock_shared(pgque.lock_id_class(), pgque.lock_id_ticking());
         END IF;
         -- 1. the event sequence (no write), with the latest tick id.
         v_seq := coalesce(pg_sequence_last_value(v_queue.queue_event_seq), 0);
@@ -124,7 +124,7 @@ BEGIN
         v_lt := current_setting('lock_timeout');
         BEGIN
             PERFORM set_config('lock_timeout', '500ms', true);
-            PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+            PERFORM pg_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id);
         EXCEPTION WHEN lock_not_available THEN
             NULL; -- held longer: try again (the try lock will likely skip)
         END;

@@ -3,7 +3,7 @@
 -- missing one from the group's subscription (its range starts after gs_lo,
 -- skipping events older than gs_from). Ids that are no partition of the
 -- queue are ignored. Returns: cursors created.
--- Locks: advisory (1885827450, hash of queue and group), only when a cursor
+-- Locks: advisory (pgque.lock_id_group_seed_class(), hash of queue and group), only when a cursor
 -- is missing (serializes creation, so no duplicate rows).
 -- Writes: group_cursor (insert). Called by: pop_list (its generated
 -- pgque.pop_list_q<queue>_t<table>, when a candidate lacks its cursor),
@@ -25,7 +25,7 @@ BEGIN
                                       OFFSET 0)) THEN
         RETURN 0;
     END IF;
-    PERFORM pg_advisory_xact_lock(1885827450, hashtext(i_queue_id || '/' || i_group_id));
+    PERFORM pg_advisory_xact_lock(pgque.lock_id_group_seed_class(), hashtext(i_queue_id || '/' || i_group_id));
     INSERT INTO pgque.group_cursor (gc_gen, gc_queue, gc_group, gc_partition, gc_lo, gc_hi, gc_from)
     SELECT pgque.group_cursor_gen(), i_queue_id, i_group_id, pt.part_id, gs.gs_lo, gs.gs_lo, gs.gs_from
       FROM pgque.group_subscription gs

@@ -49,7 +49,7 @@ BEGIN
     END IF;
     PERFORM pgque.broker_create_queue(i_queue);
     v_queue := pgque.find_queue(i_queue);
-    PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+    PERFORM pg_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id);
     SELECT * INTO v_queue FROM pgque.queue q WHERE q.queue_id = v_queue.queue_id FOR UPDATE;
     v_new := v_queue.queue_options;
     FOR v_key, v_val IN SELECT * FROM jsonb_each(coalesce(i_options, '{}')) LOOP

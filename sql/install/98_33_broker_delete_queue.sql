@@ -15,7 +15,7 @@ AS $$
 DECLARE
     v_queue pgque.queue := pgque.find_queue(i_queue);
 BEGIN
-    PERFORM pg_advisory_xact_lock(1885827446, v_queue.queue_id);
+    PERFORM pg_advisory_xact_lock(pgque.lock_id_queue_tick_class(), v_queue.queue_id);
     DELETE FROM pgque.group_cursor WHERE gc_queue = v_queue.queue_id;
     DELETE FROM pgque.group_dead_letter WHERE gdl_queue = v_queue.queue_id;
     RETURN pgque.drop_queue(i_queue, true);

@@ -8,7 +8,7 @@
 -- child truncated. Budget: 50 transaction ids since the rows moved in.
 -- Dedup (insert-only): a non-current child is TRUNCATEd once its newest row
 -- is older than the longest dedup window of any queue.
--- One rotation at a time: advisory (1885827445, 4), try-lock (rotate_metadata
+-- One rotation at a time: advisory (pgque.lock_id_class(), pgque.lock_id_metadata_rotation()), try-lock (rotate_metadata
 -- holds it already; another caller returns 0). Lock waits: the caller's
 -- lock_timeout when it set one (rotate_metadata: 20 ms, doubled after
 -- misses up to 160 ms), else 20 ms; the group cursors wait at least 100 ms:
@@ -37,7 +37,7 @@ DECLARE
     v_window  int;
     v_wait_ms int;
 BEGIN
-    IF NOT pg_try_advisory_xact_lock(1885827445, 4) THEN
+    IF NOT pg_try_advisory_xact_lock(pgque.lock_id_class(), pgque.lock_id_metadata_rotation()) THEN
         RETURN 0;
     END IF;
     -- The caller's wait (rotate_metadata's back-off), else 20 ms.

@@ -12,7 +12,7 @@
 -- a 100 ms lock_timeout (maint() skips what is busy; a failure is a
 -- WARNING and the loop goes on).
 -- Liveness: a run ticks only while it holds the session advisory lock
--- (1885827445, 5) (internal/locks.TickerLoop), from before its first round
+-- (pgque.lock_id_class(), pgque.lock_id_ticker_loop()) (internal/locks.TickerLoop), from before its first round
 -- until it returns; it unlocks explicitly on its way out. A run that finds
 -- the lock held stands by: it waits for the lock in 100 ms lock_timeout
 -- steps (a fresh snapshot each step, so waiting never holds the xmin
@@ -74,8 +74,8 @@ CREATE OR REPLACE PROCEDURE pgque.ticker_loop()
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    c_class     constant pg_catalog.int4 := 1885827445;  -- locks.ClassID
-    c_key       constant pg_catalog.int4 := 5;           -- locks.TickerLoop
+    c_class     constant pg_catalog.int4 := pgque.lock_id_class();
+    c_key       constant pg_catalog.int4 := pgque.lock_id_ticker_loop();
     v_start     pg_catalog.timestamptz;
     v_give_up   pg_catalog.timestamptz;
     v_slot      pg_catalog.int4;

@@ -48,11 +48,20 @@ GRANT EXECUTE ON FUNCTION
     pgque.rotate_metadata(),
     pgque.dlq_inspect(text, int), pgque.dlq_replay(bigint),
     pgque.dlq_replay_all(text), pgque.dlq_purge(text, interval),
-    pgque.get_setting(text), pgque.set_setting(text, text), pgque.set_tick_period_ms(int),
+    pgque.setting_spec(), pgque.get_setting(text), pgque.set_setting(text, text), pgque.set_tick_period_ms(int),
     pgque.cron_jobs(text), pgque.set_cron_version(text),
     pgque.start(), pgque.stop()
 TO pgque_admin;
 GRANT EXECUTE ON PROCEDURE pgque.ticker_loop(), pgque.drain_retry_events(int) TO pgque_admin;
+-- The advisory-lock ids (04_lock_ids.sql): ticker_loop() runs as its caller
+-- and reads its lock's ids through them; constants, nothing else.
+GRANT EXECUTE ON FUNCTION
+    pgque.lock_id_class(), pgque.lock_id_install(), pgque.lock_id_ticker_leader(),
+    pgque.lock_id_metadata_rotation(), pgque.lock_id_ticker_loop(), pgque.lock_id_ticking(),
+    pgque.lock_id_queue_tick_class(), pgque.lock_id_subscription_batch_class(),
+    pgque.lock_id_partition_intern_class(), pgque.lock_id_push_partition_class(),
+    pgque.lock_id_group_seed_class(), pgque.lock_id_subscription_reader_class()
+TO pgque_admin;
 
 -- Partitions and consumer groups (the broker's functions, sql/install/98_*).
 GRANT EXECUTE ON FUNCTION

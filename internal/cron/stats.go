@@ -1,40 +1,48 @@
-package pgstats
+package cron
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
-// CronSettings are pg_cron's server-wide settings, readable from any
+// What `pgquectl status` reads of pg_cron: its settings, the role's access
+// to the extension, our jobs with a summary of their runs, and how many runs
+// are in progress. Errors are classified by internal/db (errors.Is(err,
+// db.ErrPrivilege) for a missing grant).
+
+// Settings are pg_cron's server-wide settings, readable from any
 // database once pg_cron is in shared_preload_libraries.
-type CronSettings struct {
+type Settings struct {
 	Loaded         bool   `json:"loaded"`        // pg_cron's GUCs exist: the library is preloaded
 	DatabaseName   string `json:"database_name"` // cron.database_name: where cron.job lives
 	MaxRunningJobs int    `json:"max_running_jobs"`
 	LogRun         bool   `json:"log_run"` // cron.log_run: job_run_details is written
 }
 
-// QueryCronSettings reads pg_cron's settings; missing_ok makes them NULL when
+// QuerySettings reads pg_cron's settings; missing_ok makes them NULL when
 // pg_cron is not loaded.
-const QueryCronSettings = `
+const QuerySettings = `
 SELECT current_setting('cron.database_name', true),
        current_setting('cron.max_running_jobs', true),
        current_setting('cron.log_run', true)`
 
-// ReadCronSettings reads [CronSettings]. Loaded is false without pg_cron.
-func ReadCronSettings(ctx context.Context, q Querier) (CronSettings, error) {
-	var db, maxJobs, logRun *string
-	var s CronSettings
-	if err := queryOne(ctx, q, "reading pg_cron settings", QueryCronSettings, nil, &db, &maxJobs, &logRun); err != nil {
+// ReadSettings reads [Settings]. Loaded is false without pg_cron.
+func ReadSettings(ctx context.Context, q db.Querier) (Settings, error) {
+	var name, maxJobs, logRun *string
+	var s Settings
+	if err := queryOne(ctx, q, "reading pg_cron settings", QuerySettings, nil, &name, &maxJobs, &logRun); err != nil {
 		return s, err
 	}
-	if db == nil || *db == "" {
+	if name == nil || *name == "" {
 		return s, nil
 	}
-	s.Loaded, s.DatabaseName = true, *db
+	s.Loaded, s.DatabaseName = true, *name
 	if maxJobs != nil {
 		for _, c := range *maxJobs {
 			if c < '0' || c > '9' {
@@ -47,8 +55,8 @@ func ReadCronSettings(ctx context.Context, q Querier) (CronSettings, error) {
 	return s, nil
 }
 
-// CronAccess says what the connected role can see in the cron database.
-type CronAccess struct {
+// Access says what the connected role can see in the cron database.
+type Access struct {
 	Installed     bool   `json:"installed"` // CREATE EXTENSION pg_cron was run in this database
 	Version       string `json:"version"`
 	SchemaUsage   bool   `json:"schema_usage"`     // USAGE on schema cron
@@ -57,10 +65,10 @@ type CronAccess struct {
 	RunDetailSize int64  `json:"run_detail_bytes"` // its total size
 }
 
-// QueryCronAccess checks the pg_cron extension and the role's access to it.
+// QueryAccess checks the pg_cron extension and the role's access to it.
 // It must run in the cron database (cron.database_name). It goes through
 // the catalogs, so it works without USAGE on schema cron.
-const QueryCronAccess = `
+const QueryAccess = `
 SELECT e.extversion,
        coalesce(has_schema_privilege(n.oid, 'USAGE'), false),
        r.rolsuper OR r.rolbypassrls,
@@ -72,15 +80,15 @@ SELECT e.extversion,
   LEFT JOIN pg_class d ON d.relnamespace = n.oid AND d.relname = 'job_run_details'
  WHERE e.extname = 'pg_cron'`
 
-// ReadCronAccess reads [CronAccess]; Installed is false when the extension
-// does not exist in the connected database.
-func ReadCronAccess(ctx context.Context, q Querier) (CronAccess, error) {
-	var a CronAccess
-	err := queryOne(ctx, q, "checking the pg_cron extension", QueryCronAccess, nil,
+// ReadAccess reads [Access]; Installed is false when the extension does not
+// exist in the connected database.
+func ReadAccess(ctx context.Context, q db.Querier) (Access, error) {
+	var a Access
+	err := queryOne(ctx, q, "checking the pg_cron extension", QueryAccess, nil,
 		&a.Version, &a.SchemaUsage, &a.SeesAllJobs, &a.RunDetailRows, &a.RunDetailSize)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return CronAccess{}, nil
+			return Access{}, nil
 		}
 		return a, err
 	}
@@ -88,7 +96,7 @@ func ReadCronAccess(ctx context.Context, q Querier) (CronAccess, error) {
 	return a, nil
 }
 
-// CronJob is one pg_cron job with its recent runs.
+// JobRuns is one pg_cron job with its recent runs.
 //
 // pg_cron records a run that fails before it starts (it could not connect:
 // "connection failed", a job pointing at a port the server no longer uses)
@@ -96,7 +104,7 @@ func ReadCronAccess(ctx context.Context, q Querier) (CronAccess, error) {
 // have no time of their own, so a run's place in time is its runid: the
 // window holds every run newer than the newest run known to have started
 // (or ended) before the window.
-type CronJob struct {
+type JobRuns struct {
 	JobID    int64  `json:"jobid"`
 	Name     string `json:"jobname"`
 	Schedule string `json:"schedule"`
@@ -106,7 +114,7 @@ type CronJob struct {
 	NodeName string `json:"nodename"`
 	NodePort int32  `json:"nodeport"`
 	Active   bool   `json:"active"`
-	// Over the window passed to CronJobs (counted among the most recent runs):
+	// Over the window passed to ReadJobRuns (counted among the most recent runs):
 	Runs      int64 `json:"runs"`
 	Succeeded int64 `json:"succeeded"`
 	Failed    int64 `json:"failed"`
@@ -134,16 +142,16 @@ type CronJob struct {
 	LargestGapAt *time.Time `json:"largest_gap_at"` // when that gap began
 }
 
-// CronRunScanLimit bounds how many of the newest job_run_details rows
-// CronJobs reads (backwards along the runid primary key), so the cost stays
+// RunScanLimit bounds how many of the newest job_run_details rows
+// ReadJobRuns reads (backwards along the runid primary key), so the cost stays
 // flat however large the history grows.
-const CronRunScanLimit = 20000
+const RunScanLimit = 20000
 
-// QueryCronJobs reads the jobs named in $1 (exact names: the engine's
-// pgque.cron_job_names(), see internal/cron.OurJobNames) and
+// QueryJobRuns reads the jobs named in $1 (exact names: the engine's
+// pgque.cron_job_names(), see [OurJobNames]) and
 // summarizes their runs among the newest $3 rows, counting those that
 // started within the last $2 seconds. Runs in the cron database.
-const QueryCronJobs = `
+const QueryJobRuns = `
 WITH recent AS (
     SELECT d.jobid, d.runid, d.status, d.return_message, d.start_time, d.end_time,
            coalesce(d.start_time, d.end_time) AS at
@@ -196,14 +204,14 @@ SELECT j.jobid, coalesce(j.jobname::text, ''), j.schedule, j.command, j.database
  WHERE j.jobname::text = ANY ($1::text[])
  ORDER BY j.jobname, j.jobid`
 
-// CronJobs reads the jobs named in names (the engine's answer to "which
-// jobs are ours", internal/cron.OurJobNames) with their runs in the last
-// window. Must run in the cron database. pg_cron's row-level security shows
-// a non-superuser only the jobs it owns.
-func CronJobs(ctx context.Context, q Querier, names []string, window time.Duration) ([]CronJob, error) {
-	return queryAll(ctx, q, "reading pg_cron jobs", QueryCronJobs,
-		func(row pgx.CollectableRow) (CronJob, error) {
-			var j CronJob
+// ReadJobRuns reads the jobs named in names (the engine's answer to "which
+// jobs are ours", [OurJobNames]) with their runs in the last window. Must
+// run in the cron database. pg_cron's row-level security shows a
+// non-superuser only the jobs it owns.
+func ReadJobRuns(ctx context.Context, q db.Querier, names []string, window time.Duration) ([]JobRuns, error) {
+	return queryAll(ctx, q, "reading pg_cron jobs", QueryJobRuns,
+		func(row pgx.CollectableRow) (JobRuns, error) {
+			var j JobRuns
 			err := row.Scan(&j.JobID, &j.Name, &j.Schedule, &j.Command, &j.Database, &j.Username,
 				&j.NodeName, &j.NodePort, &j.Active,
 				&j.Runs, &j.Succeeded, &j.Failed, &j.Running, &j.FailedSinceSuccess,
@@ -211,19 +219,45 @@ func CronJobs(ctx context.Context, q Querier, names []string, window time.Durati
 				&j.LastSuccessStart, &j.LastSuccessEnd, &j.RunningSince, &j.LastFailureStart, &j.LastFailureMessage,
 				&j.LargestGap, &j.LargestGapAt)
 			return j, err
-		}, names, window.Seconds(), CronRunScanLimit)
+		}, names, window.Seconds(), RunScanLimit)
 }
 
-// QueryCronRunning counts runs of any job in progress (among the newest
-// CronRunScanLimit runs visible to the role), to compare with cron.max_running_jobs.
-const QueryCronRunning = `
+// QueryRunning counts runs of any job in progress (among the newest
+// RunScanLimit runs visible to the role), to compare with cron.max_running_jobs.
+const QueryRunning = `
 SELECT count(*)
   FROM (SELECT d.status FROM cron.job_run_details d ORDER BY d.runid DESC LIMIT $1) r
  WHERE r.status IN ('starting', 'connecting', 'sending', 'running')`
 
-// CronRunning counts in-progress runs of all jobs the role can see.
-func CronRunning(ctx context.Context, q Querier) (int64, error) {
+// CountRunning counts in-progress runs of all jobs the role can see.
+func CountRunning(ctx context.Context, q db.Querier) (int64, error) {
 	var n int64
-	err := queryOne(ctx, q, "counting running pg_cron jobs", QueryCronRunning, []any{CronRunScanLimit}, &n)
+	err := queryOne(ctx, q, "counting running pg_cron jobs", QueryRunning, []any{RunScanLimit}, &n)
 	return n, err
+}
+
+// queryAll runs sql and scans every row with scan.
+func queryAll[T any](ctx context.Context, q db.Querier, doing, sql string, scan func(pgx.CollectableRow) (T, error), args ...any) ([]T, error) {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", doing, db.MapError(err))
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", doing, db.MapError(err))
+	}
+	return out, nil
+}
+
+// queryOne runs sql and scans its single row into dest; pgx.ErrNoRows stays
+// testable with errors.Is.
+func queryOne(ctx context.Context, q db.Querier, doing, sql string, args []any, dest ...any) error {
+	ctx, cancel := withDeadline(ctx)
+	defer cancel()
+	if err := q.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
+		return fmt.Errorf("%s: %w", doing, db.MapError(err))
+	}
+	return nil
 }
