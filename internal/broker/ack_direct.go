@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgquectl/pgquectl/internal/db"
 )
 
 // ackRoutes caches, per (tenant scope, consumer group, partition UUID),
@@ -182,7 +184,7 @@ func scanAcksDirect(rows pgx.Rows, n int) ([]AckResult, error) {
 		if r.Index != len(out) {
 			return nil, fmt.Errorf("ack_direct row %d has index %d (a bug: report it)", len(out), r.Index)
 		}
-		r.TransactionID, r.Error, r.Queue, r.PartitionID = deref(txn), deref(e), deref(queue), -1
+		r.TransactionID, r.Error, r.Queue, r.PartitionID = db.Deref(txn), db.Deref(e), db.Deref(queue), -1
 		if pid != nil {
 			r.PartitionID = *pid
 		}
