@@ -25,7 +25,7 @@ var (
 	keyTickHz = config.Key[int]{Name: "hz",
 		Help: "ticks per second, 1..1000 (or --period)"}
 	keyTickPeriod = config.Key[time.Duration]{Name: "period",
-		Help: "tick period in whole milliseconds, 1ms..60s (the engine's range; or --hz)"}
+		Help: "tick period in whole milliseconds, " + ticker.MinPeriod.String() + ".." + ticker.MaxPeriod.String() + " (the engine's range; or --hz)"}
 	keyTickQueue = config.Key[string]{Name: "queue",
 		Help: "set the period of this queue only (default: the installation default)"}
 	keyTickRotationPeriod = config.Key[time.Duration]{Name: "rotation-period",
@@ -56,8 +56,8 @@ queue with --queue) and registers the engine's pg_cron jobs: CALL
 pgque.ticker_loop(), which ticks and commits at the period (on pg_cron >= 1.5
 a second job's run stands by on the loop's lock and takes over the moment the
 first one ends), plus maintenance, retry draining, rotation and a purge of
-old cron.job_run_details rows. The engine validates the values (period
-1ms..60s) and derives the metadata rotation period clamp(300 × period, 1s,
+old cron.job_run_details rows. The engine validates the values (the period's
+range: see --period) and derives the metadata rotation period clamp(300 × period, 1s,
 30s) unless --rotation-period pins it; the plan shows what the engine will
 use, then "applied: X → Y". All or nothing: when registering fails, no
 setting changes. Running it again updates the jobs in place.
