@@ -37,6 +37,12 @@ func (e *engine) switchTables(q, c string) {
 // then the producer sends. Returns the send's error (nil: it was sent and
 // committed).
 func rrSendAcrossSwitches(t *testing.T, e *engine, iso string, switches int, payload string) error {
+	return rrAcrossSwitches(t, e, iso, switches, `SELECT pgque.send('q', $1::text)`, payload)
+}
+
+// rrAcrossSwitches is rrSendAcrossSwitches with the producer's statement
+// given (one parameter: the payload).
+func rrAcrossSwitches(t *testing.T, e *engine, iso string, switches int, stmt, payload string) error {
 	p := pgtest.Conn(t, e.dsn)
 	tx, err := p.BeginTx(ctxT(t), pgx.TxOptions{IsoLevel: pgx.TxIsoLevel(iso)})
 	if err != nil {
@@ -54,7 +60,7 @@ func rrSendAcrossSwitches(t *testing.T, e *engine, iso string, switches int, pay
 	if got := e.drain("q", "c", 100); len(got) != 0 {
 		t.Fatalf("drained %v before the producer sent", got)
 	}
-	if _, err := tx.Exec(ctxT(t), `SELECT pgque.send('q', $1::text)`, payload); err != nil {
+	if _, err := tx.Exec(ctxT(t), stmt, payload); err != nil {
 		return err
 	}
 	return tx.Commit(ctxT(t))
@@ -175,4 +181,42 @@ func TestBatchRepeatableReadProducerSpanningSwitch(t *testing.T) {
 	}
 	e.tick("q")
 	exactlyOnce(t, e.drain("q", "c", 100), want)
+}
+
+// TestPushRepeatableReadProducerAcrossSwitch: the broker's pgque.push called
+// by a REPEATABLE READ or SERIALIZABLE producer whose snapshot predates a
+// table switch gets a retryable 40001 and writes nothing (its events would
+// sit in a table a classic reader no longer reads for its txid); in READ
+// COMMITTED the same push goes through and is delivered once.
+func TestPushRepeatableReadProducerAcrossSwitch(t *testing.T) {
+	const push = `SELECT count(*) FROM pgque.push(ARRAY['q'], NULL, ARRAY[to_jsonb($1::text)], NULL)`
+	for _, iso := range []string{"repeatable read", "serializable", "read committed"} {
+		for _, switches := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/%d switches", iso, switches), func(t *testing.T) {
+				e := setup(t)
+				e.exec(`SELECT pgque.create_queue('q')`)
+				e.exec(`SELECT pgque.subscribe('q', 'c')`)
+				err := rrAcrossSwitches(t, e, iso, switches, push, "late")
+				if iso == "read committed" {
+					if err != nil {
+						t.Fatalf("push in READ COMMITTED across %d switch(es): %v", switches, err)
+					}
+					e.tick("q")
+					exactlyOnce(t, e.drain("q", "c", 100), []string{`"late"`})
+					return
+				}
+				var pe *pgconn.PgError
+				if !errors.As(err, &pe) || pe.Code != "40001" {
+					e.tick("q")
+					got := e.drain("q", "c", 100)
+					t.Fatalf("push across %d switch(es) returned %v and %d of 1 event was delivered; want 40001",
+						switches, err, len(got))
+				}
+				e.tick("q")
+				if got := e.drain("q", "c", 100); len(got) != 0 {
+					t.Fatalf("the refused push delivered %v", got)
+				}
+			})
+		}
+	}
 }

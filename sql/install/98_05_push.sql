@@ -69,6 +69,14 @@ BEGIN
     IF v_n = 0 THEN
         RETURN;
     END IF;
+    -- The xid first, then the queue rows (insert_event's rule): a table
+    -- switch this call does not see commits after the xid exists, so its
+    -- step 2 txid is above ours and classic readers still read the previous
+    -- table for us. A REPEATABLE READ / SERIALIZABLE caller reads the queue
+    -- rows through an older snapshot: check_insert_table (below, per queue)
+    -- raises 40001 when a switch committed after it, instead of an event
+    -- left where no reader looks.
+    PERFORM pg_current_xact_id();
     -- transactionIds are checked once, for both paths (none: skipped)
     v_dedup := NOT ('' = ALL (array_replace(v_txns, NULL::text, '')));
     IF v_dedup THEN
@@ -87,17 +95,20 @@ BEGIN
     -- simple expression (no query); any other shape, or a partition not
     -- interned yet, takes the general path below.
     IF i_queues[1] <> '' AND i_queues[1] = ALL (i_queues) AND array_position(i_payloads, NULL) IS NULL THEN
-        SELECT q.queue_id, q.queue_cur_table, q.queue_options,
+        SELECT q.queue_id, q.queue_cur_table, q.queue_ntables, q.queue_options,
                ARRAY(SELECT p.part_id
                        FROM unnest(v_parts) WITH ORDINALITY u(pn, o)
                        JOIN pgque.partition p ON p.part_queue = q.queue_id AND p.part_name = coalesce(u.pn, 'Default')
                       ORDER BY u.o)
-          INTO v_queue.queue_id, v_queue.queue_cur_table, v_queue.queue_options, v_pid
+          INTO v_queue.queue_id, v_queue.queue_cur_table, v_queue.queue_ntables, v_queue.queue_options, v_pid
           FROM pgque.queue q WHERE q.queue_name = i_queues[1];
         IF FOUND AND cardinality(v_pid) = v_n THEN
             IF NOT v_dedup THEN
                 RETURN QUERY EXECUTE 'SELECT * FROM pgque.push_fresh_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3)'
                 USING v_pid, i_payloads, i_queues[1];
+                IF current_setting('transaction_isolation') <> 'read committed' THEN
+                    PERFORM pgque.check_insert_table(v_queue.queue_id, v_queue.queue_cur_table, v_queue.queue_ntables);
+                END IF;
                 RETURN;
             END IF;
             -- the general path's dedup locks (same keys, same order)
@@ -107,6 +118,9 @@ BEGIN
             RETURN QUERY EXECUTE 'SELECT * FROM pgque.push_dedup_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3, $4, $5)'
             USING v_pid, i_payloads, v_txns, i_queues[1],
                   make_interval(secs => (pgque.broker_options(v_queue.queue_options) ->> 'dedupWindowSeconds')::int);
+            IF current_setting('transaction_isolation') <> 'read committed' THEN
+                PERFORM pgque.check_insert_table(v_queue.queue_id, v_queue.queue_cur_table, v_queue.queue_ntables);
+            END IF;
             RETURN;
         END IF;
     END IF;
@@ -155,6 +169,9 @@ BEGIN
                                  'FROM pgque.push_dedup_q' || v_queue.queue_id || '_t' || v_queue.queue_cur_table || '($1, $2, $3, $4, $5) r'
             USING v_pid, v_pls, v_txn, v_qname,
                   make_interval(secs => (pgque.broker_options(v_queue.queue_options) ->> 'dedupWindowSeconds')::int), v_idx;
+        END IF;
+        IF current_setting('transaction_isolation') <> 'read committed' THEN
+            PERFORM pgque.check_insert_table(v_queue.queue_id, v_queue.queue_cur_table, v_queue.queue_ntables);
         END IF;
     END LOOP;
 END;
