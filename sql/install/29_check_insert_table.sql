@@ -20,7 +20,7 @@
 -- exists, below that switch's step 2 txid). Other updates of the queue row
 -- (ticks, configuration) do not trip it. Costs two catalog lookups, no WAL.
 -- Returns: nothing. Locks: none. Reads: pg_class.
--- Called by: insert_event, send_batch, dlq_replay, push, push_direct (non-READ COMMITTED only).
+-- Called by: insert_event, send_batch, dlq_replay, group_dlq_replay, push, push_direct (non-READ COMMITTED only).
 CREATE OR REPLACE FUNCTION pgque.check_insert_table(i_queue_id int, i_cur int, i_ntables int)
 RETURNS void
 LANGUAGE plpgsql STABLE SECURITY DEFINER

@@ -49,6 +49,12 @@ BEGIN
                    pgque.event_table(v_queue.queue_id, v_queue.queue_cur_table))
        INTO v_id
       USING v_dl.gdl_data, v_dl.gdl_txn, v_dl.gdl_partition, -v_dl.gdl_group;
+    -- The DELETE above gave this transaction its xid before the queue row
+    -- was read (insert_event's rule); a REPEATABLE READ / SERIALIZABLE
+    -- caller read it through an older snapshot: 40001 after a table switch.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        PERFORM pgque.check_insert_table(v_queue.queue_id, v_queue.queue_cur_table, v_queue.queue_ntables);
+    END IF;
     message_id := pgque.message_uuid(v_queue.queue_id, v_id, now());
     queue_name := v_queue.queue_name;
     partition_id := v_dl.gdl_partition;
