@@ -81,10 +81,16 @@ func TestPopOneSameAnswers(t *testing.T) {
 			prep: []string{`UPDATE ` + evTable + ` SET ev_time = now() - interval '2 hours'`},
 			call: call{batch: 10, expiry: "1 hour"}},
 		{name: "deleted message skipped", setup: []string{push3, popAuto1},
-			prep: []string{`SELECT pgque.message_delete(NULL, pt.part_uuid, pgque.message_uuid(e.ev_partition, e.ev_id, e.ev_time)::text)
+			prep: []string{`SELECT 1 / pgque.message_delete(NULL, pt.part_uuid, pgque.message_uuid(q.queue_id, e.ev_id, e.ev_time)::text) -- (fails unless deleted)
 			                  FROM ` + evTable + ` e JOIN pgque.partition pt ON pt.part_id = e.ev_partition
 			                  JOIN pgque.queue q ON q.queue_id = pt.part_queue AND q.queue_name = $Q
 			                 WHERE e.ev_data = '{"n": 2}'`},
+			call: call{batch: 10}},
+		{name: "only deleted messages pending: empty, write-free", setup: []string{push9, subscribe, seed, deleteN9},
+			call: call{batch: 10}},
+		{name: "next range holds only a deleted message: drained", setup: []string{push3, popAuto1, push9, deleteN9},
+			call: call{batch: 10}},
+		{name: "next range holds a deleted and a live message: not drained", setup: []string{push3, popAuto1, push9, push3, deleteN9},
 			call: call{batch: 10}},
 		{name: "row held by a concurrent claim", setup: []string{push3, popAuto1}, locked: true,
 			call: call{batch: 10}},
@@ -218,6 +224,11 @@ const (
 	popAuto10 = `SELECT count(*) FROM pgque.pop_list($Q, 'g', ARRAY(SELECT p.part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue WHERE q.queue_name = $Q AND p.part_name = 'p'), 10, 1, NULL, true)`
 	popLease1 = `SELECT count(*) FROM pgque.pop_list($Q, 'g', ARRAY(SELECT p.part_id FROM pgque.partition p JOIN pgque.queue q ON q.queue_id = p.part_queue WHERE q.queue_name = $Q AND p.part_name = 'p'), 1, 1)`
 	evTable   = `$T`
+	push9     = `SELECT count(*) FROM pgque.push(ARRAY[$Q], ARRAY['p'], ARRAY['{"n": 9}']::jsonb[], NULL)`
+	deleteN9  = `SELECT 1 / pgque.message_delete(NULL, pt.part_uuid, pgque.message_uuid(q.queue_id, e.ev_id, e.ev_time)::text) -- (fails unless deleted)
+	               FROM $T e JOIN pgque.partition pt ON pt.part_id = e.ev_partition
+	               JOIN pgque.queue q ON q.queue_id = pt.part_queue AND q.queue_name = $Q
+	              WHERE e.ev_data = '{"n": 9}'`
 )
 
 // TestPopListDispatch: pop_list runs the single-candidate form for one

@@ -275,6 +275,7 @@ DECLARE
     v_unripe   timestamptz;
     v_n        int;
     v_att      int;
+    v_tomb     boolean;
 BEGIN
     SELECT pt.part_uuid, pt.part_name INTO v_uuid, v_name
       FROM pgque.partition pt WHERE pt.part_queue = $1 AND pt.part_id = v_pid;
@@ -305,8 +306,13 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
-    IF NOT (EXISTS (SELECT 1 FROM (SELECT v_pid AS gc_partition) l CROSS JOIN LATERAL (%1$s) x)
-            OR EXISTS (SELECT 1 FROM (SELECT v_pid AS gc_partition) l CROSS JOIN LATERAL (%2$s) x)) THEN
+    -- pending work: first without the deleted-message test (%5$s, %6$s:
+    -- the same reads without it; their plans are a third the size), then,
+    -- only when that finds an event and the queue has deleted messages,
+    -- with it
+    v_tomb := EXISTS (SELECT 1 FROM pgque.message_tombstone mt WHERE mt.mt_queue = $1);
+    IF NOT (EXISTS (%5$s) OR EXISTS (%6$s))
+       OR (v_tomb AND NOT (EXISTS (%1$s) OR EXISTS (%2$s))) THEN
         RETURN NEXT;
         RETURN;
     END IF;
@@ -327,14 +333,14 @@ BEGIN
            array_agg(x.ev_time ORDER BY x.ev_txid, x.ev_id), array_agg(x.ev_data ORDER BY x.ev_txid, x.ev_id),
            array_agg(x.ev_extra1 ORDER BY x.ev_txid, x.ev_id)
       INTO v_id, v_txid, v_time, v_data, v_extra
-      FROM (SELECT v_pid AS gc_partition) l CROSS JOIN LATERAL (%3$s) x;
+      FROM (%3$s) x;
     v_cur := v_id IS NOT NULL;
     IF NOT v_cur THEN
         SELECT array_agg(x.ev_id ORDER BY x.ev_txid, x.ev_id), array_agg(x.ev_txid ORDER BY x.ev_txid, x.ev_id),
                array_agg(x.ev_time ORDER BY x.ev_txid, x.ev_id), array_agg(x.ev_data ORDER BY x.ev_txid, x.ev_id),
                array_agg(x.ev_extra1 ORDER BY x.ev_txid, x.ev_id)
           INTO v_id, v_txid, v_time, v_data, v_extra
-          FROM (SELECT v_pid AS gc_partition) l CROSS JOIN LATERAL (%4$s) x;
+          FROM (%4$s) x;
     END IF;
     v_cnt := coalesce(cardinality(v_id), 0);
     IF v_cnt = 0 THEN
@@ -380,7 +386,7 @@ BEGIN
     -- next range has none
     drained := v_n = v_cnt AND v_cnt <= $4;
     IF drained AND v_cur THEN
-        drained := NOT EXISTS (SELECT 1 FROM (SELECT v_pid AS gc_partition) l CROSS JOIN LATERAL (%2$s) x);
+        drained := NOT EXISTS (%6$s) OR (v_tomb AND NOT EXISTS (%2$s));
     END IF;
     until := v_until;
     lease_id := CASE WHEN NOT $6 THEN $11 END;
@@ -393,14 +399,22 @@ BEGIN
          ORDER BY u.o;
 END
 $sql$,
-            pgque.group_range_sql(i_queue_id, i_tables, 'v_lo', 'v_hi', 'v_pos_txid', 'v_pos', NULL,
-            '1', '-$2', 'greatest(v_from, $13)'),
-            pgque.group_range_sql(i_queue_id, i_tables, 'v_hi', '$8', NULL, NULL, NULL,
-            '1', '-$2', 'greatest(v_from, $13)'),
-            pgque.group_range_sql(i_queue_id, i_tables, 'v_lo', 'v_hi', 'v_pos_txid', 'v_pos', NULL,
-            '$4 + 1', '-$2', 'greatest(v_from, $13)'),
-            pgque.group_range_sql(i_queue_id, i_tables, 'v_hi', '$8', NULL, NULL, NULL,
-            '$4 + 1', '-$2', 'greatest(v_from, $13)'));
+            -- (the partition: v_pid; in an EXISTS, the planner drops the
+            -- outer ORDER BY ... LIMIT 1 of a range read: no sort)
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_lo', 'v_hi', 'v_pos_txid', 'v_pos', NULL,
+                    '1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_hi', '$8', NULL, NULL, NULL,
+                    '1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_lo', 'v_hi', 'v_pos_txid', 'v_pos', NULL,
+                    '$4 + 1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_hi', '$8', NULL, NULL, NULL,
+                    '$4 + 1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            -- without the deleted-message test: a non-NULL end bound text
+            -- that bounds nothing (NULL::xid8) leaves it out
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_lo', 'v_hi', 'v_pos_txid', 'v_pos', 'NULL::xid8',
+                    '1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_hi', '$8', NULL, NULL, 'NULL::xid8',
+                    '1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'));
     RETURN NEXT;
 
     fn_kind := 'group_ack';
