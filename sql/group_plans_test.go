@@ -19,7 +19,7 @@ import (
 
 // planKinds are the statement kinds pgque.group_plan_sql generates a
 // function for, per queue and current event table.
-var planKinds = []string{"pop_list", "pop_list_w", "group_ack", "group_ack_below", "group_ack_fast", "group_pending", "group_advance_idle", "push_fresh", "push_dedup", "push_direct", "ack_direct"}
+var planKinds = []string{"pop_list", "pop_list_w", "pop_one", "group_ack", "group_ack_below", "group_ack_fast", "group_pending", "group_advance_idle", "push_fresh", "push_dedup", "push_direct", "ack_direct"}
 
 // directKinds are the generated kinds the broker calls itself: SECURITY
 // DEFINER, search_path their only setting, executable by one pgque role.

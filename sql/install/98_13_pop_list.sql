@@ -40,8 +40,10 @@
 -- nothing: no transaction id, no WAL.
 -- The statement runs in the queue's generated function
 -- pgque.pop_list_q<queue>_t<current table> (with windowBuffer:
--- pop_list_w_q<queue>_t<current table>; group_plans, group_plan_sql):
--- planned once per session, not per call.
+-- pop_list_w_q<queue>_t<current table>; one candidate without
+-- windowBuffer: pop_one_q<queue>_t<current table>, the same claim as a few
+-- small statements; group_plans, group_plan_sql): planned once per
+-- session, not per call.
 -- Called by: the broker (pop), pop_any, pop_partition, the hot-list.
 CREATE OR REPLACE FUNCTION pgque.pop_list(i_queue text, i_group text, i_partitions int[], i_batch int,
                                           i_max_partitions int DEFAULT 1, i_lease_seconds int DEFAULT NULL,
@@ -54,14 +56,15 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
-    v_queue  pgque.queue := pgque.find_queue(i_queue);
-    v_opts   jsonb := pgque.broker_options(v_queue.queue_options);
+    v_queue  pgque.queue;
     v_group  int;
     v_snap   pg_snapshot;
-    v_lease  interval;
-    v_window int := (v_opts ->> 'windowBuffer')::int;
-    v_expiry interval := pgque.queue_expiry(v_queue.queue_options);
+    v_window int;
 BEGIN
+    SELECT * INTO v_queue FROM pgque.queue WHERE queue_name = i_queue;
+    IF NOT FOUND THEN
+        v_queue := pgque.find_queue(i_queue); -- raises: no such queue
+    END IF;
     IF i_partitions IS NULL OR i_batch IS NULL OR i_batch < 1 OR i_max_partitions IS NULL OR i_max_partitions < 1
        OR i_lease_seconds < 1 THEN
         RAISE EXCEPTION 'pgque: pop_list needs candidate partitions, batch >= 1, max partitions >= 1, lease seconds >= 1 (got %, %, %, %)',
@@ -69,23 +72,42 @@ BEGIN
             coalesce(i_max_partitions::text, 'NULL'), coalesce(i_lease_seconds::text, 'default')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    v_group := pgque.group_subscribe(v_queue.queue_id, i_group, i_mode, i_from);
+    -- A subscribed group (every call after the first contact) is looked up
+    -- here, one probe; group_subscribe (name and mode checks, first-contact
+    -- subscription) runs otherwise, and for a mode it must reject.
+    IF coalesce(i_mode, '') IN ('', 'all', 'new', 'new-only') THEN
+        SELECT g.grp_id INTO v_group
+          FROM pgque.broker_group g
+          JOIN pgque.group_subscription gs ON gs.gs_queue = v_queue.queue_id AND gs.gs_group = g.grp_id
+         WHERE g.grp_name = i_group;
+    END IF;
+    IF v_group IS NULL THEN
+        v_group := pgque.group_subscribe(v_queue.queue_id, i_group, i_mode, i_from);
+    END IF;
     IF cardinality(i_partitions) = 0 THEN
         RETURN;
     END IF;
     -- the next range's end: the current snapshot (a simple expression:
     -- evaluated with a snapshot of its own, older than the claim's)
     v_snap := pg_current_snapshot();
-    v_lease := make_interval(secs => coalesce(i_lease_seconds, (v_opts ->> 'leaseTime')::int));
+    -- the options as broker_options reads them (its defaults), without
+    -- building its object
+    v_window := coalesce((v_queue.queue_options ->> 'window_buffer')::int, 0);
     -- The claim statement: pgque.pop_list_q<queue>_t<current table>, a
     -- generated function (group_plans) reading the current and the previous
     -- event table (the oldest one is switched out only once every cursor
-    -- has passed it, maint_rotate_tables_step1), planned once per session.
+    -- has passed it, maint_rotate_tables_step1), planned once per session;
+    -- pop_one_q<queue>_t<table>, its single-candidate form, for one
+    -- candidate without windowBuffer.
     RETURN QUERY EXECUTE format('SELECT * FROM pgque.%I($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)',
-                                CASE WHEN v_window > 0 THEN 'pop_list_w_q' ELSE 'pop_list_q' END
+                                CASE WHEN v_window > 0 THEN 'pop_list_w_q'
+                                     WHEN cardinality(i_partitions) = 1 THEN 'pop_one_q'
+                                     ELSE 'pop_list_q' END
                                 || v_queue.queue_id || '_t' || v_queue.queue_cur_table)
     USING v_queue.queue_id, v_group, i_partitions, i_batch, i_max_partitions, coalesce(i_auto_ack, false),
-          NULL::bigint, v_snap, make_interval(secs => (v_opts ->> 'delayedProcessing')::int),
-          make_interval(secs => v_window), gen_random_uuid(), v_lease, now() - v_expiry;
+          NULL::bigint, v_snap, make_interval(secs => coalesce((v_queue.queue_options ->> 'delayed_processing')::int, 0)),
+          make_interval(secs => v_window), gen_random_uuid(),
+          make_interval(secs => coalesce(i_lease_seconds, (v_queue.queue_options ->> 'lease_time')::int, 300)),
+          now() - pgque.queue_expiry(v_queue.queue_options);
 END;
 $$;

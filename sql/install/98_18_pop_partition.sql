@@ -15,11 +15,12 @@ RETURNS TABLE (partition_id int, partition_uuid uuid, partition_name text, verdi
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
-DECLARE
-    v_queue pgque.queue := pgque.find_queue(i_queue);
 BEGIN
+    -- (an unknown queue: pop_list raises, as find_queue would)
     RETURN QUERY SELECT * FROM pgque.pop_list(i_queue, i_group,
-        ARRAY(SELECT p.part_id FROM pgque.partition p WHERE p.part_queue = v_queue.queue_id AND p.part_name = i_partition),
+        ARRAY(SELECT p.part_id FROM pgque.queue q
+                JOIN pgque.partition p ON p.part_queue = q.queue_id AND p.part_name = i_partition
+               WHERE q.queue_name = i_queue),
         i_batch, i_max_partitions, i_lease_seconds, i_auto_ack, i_mode, i_from);
 END;
 $$;

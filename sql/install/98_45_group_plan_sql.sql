@@ -234,6 +234,194 @@ BEGIN
     RETURN NEXT;
     END LOOP;
 
+    -- pop_one: pop_list's claim of ONE candidate partition ($3 = ARRAY[p])
+    -- of a queue without windowBuffer (the hot-list's usual check-out, a
+    -- pop of a named partition), as a few small statements instead of the
+    -- set-based one: same parameters, same rows, same writes (the general
+    -- form's verdict rules restated for one partition; sql/pop_one_test.go
+    -- compares the two over a table of cases). Steps: the partition (not
+    -- the queue's: 'empty', no uuid/name); its cursor as committed (seeded
+    -- when missing); a live lease: 'leased' until its expiry; nothing
+    -- pending in (lo, hi] after the position nor in (hi, $8]: 'empty' -
+    -- this path reads three index entries and locks and writes nothing;
+    -- the lock (FOR UPDATE SKIP LOCKED, rechecking the lease and that hi is
+    -- at or before this statement's snapshot, as the general form): not
+    -- got: 'leased' until now + 100 ms; the open range's events (at most
+    -- $4 + 1) or, when none, the next range's; the delay's ripe prefix; the
+    -- UPDATE; the verdict row, then the messages. Each later statement's
+    -- snapshot is newer than the lock's and than $8, so it sees every
+    -- transaction of both ranges.
+    fn_kind := 'pop_one';
+    fn_args := 'int, int, int[], int, int, boolean, bigint, pg_snapshot, interval, interval, uuid, interval, timestamptz';
+    fn_result := 'TABLE (partition_id int, partition_uuid uuid, partition_name text, verdict text, drained boolean, '
+                 'until timestamptz, lease_id uuid, message_id uuid, transaction_id text, payload text, '
+                 'created_at timestamptz, delivery_attempt int, ev_id bigint)';
+    fn_volatility := 'VOLATILE';
+    fn_body := format($sql$
+DECLARE
+    v_pid      int := $3[1];
+    v_uuid     uuid;
+    v_name     text;
+    v_lease    uuid;
+    v_until    timestamptz;
+    v_lo       pg_snapshot;
+    v_hi       pg_snapshot;
+    v_pos_txid xid8;
+    v_pos      bigint;
+    v_from     timestamptz;
+    v_cur      boolean;
+    v_id       bigint[];
+    v_txid     xid8[];
+    v_time     timestamptz[];
+    v_data     text[];
+    v_extra    text[];
+    v_cnt      int;
+    v_ripe     int;
+    v_unripe   timestamptz;
+    v_n        int;
+    v_att      int;
+    v_tomb     boolean;
+BEGIN
+    SELECT pt.part_uuid, pt.part_name INTO v_uuid, v_name
+      FROM pgque.partition pt WHERE pt.part_queue = $1 AND pt.part_id = v_pid;
+    partition_id := v_pid;
+    verdict := 'empty';
+    IF NOT FOUND THEN
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    partition_uuid := v_uuid;
+    partition_name := v_name;
+    SELECT gc.gc_lease, gc.gc_lease_until, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
+      INTO v_lease, v_until, v_lo, v_hi, v_pos_txid, v_pos, v_from
+      FROM pgque.group_cursor gc WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = v_pid;
+    IF NOT FOUND THEN
+        PERFORM pgque.group_seed($1, $2, $3);
+        SELECT gc.gc_lease, gc.gc_lease_until, gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from
+          INTO v_lease, v_until, v_lo, v_hi, v_pos_txid, v_pos, v_from
+          FROM pgque.group_cursor gc WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = v_pid;
+        IF NOT FOUND THEN
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+    IF NOT coalesce(v_lease IS NULL OR v_until <= now(), false) THEN
+        verdict := 'leased';
+        until := CASE WHEN v_lease IS NOT NULL AND v_until > now() THEN v_until ELSE now() + interval '100 milliseconds' END;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    -- pending work: first without the deleted-message test (%5$s, %6$s:
+    -- the same reads without it; their plans are a third the size), then,
+    -- only when that finds an event and the queue has deleted messages,
+    -- with it
+    v_tomb := EXISTS (SELECT 1 FROM pgque.message_tombstone mt WHERE mt.mt_queue = $1);
+    IF NOT (EXISTS (%5$s) OR EXISTS (%6$s))
+       OR (v_tomb AND NOT (EXISTS (%1$s) OR EXISTS (%2$s))) THEN
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    SELECT gc.gc_lo, gc.gc_hi, gc.gc_pos_txid, gc.gc_pos, gc.gc_from INTO v_lo, v_hi, v_pos_txid, v_pos, v_from
+      FROM pgque.group_cursor gc
+     WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = v_pid
+       AND (gc.gc_lease IS NULL OR gc.gc_lease_until <= now())
+       AND pg_snapshot_xmax(gc.gc_hi) <= pg_snapshot_xmax(pg_current_snapshot())
+       AND NOT EXISTS (SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()) x WHERE pg_visible_in_snapshot(x, gc.gc_hi))
+       FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        verdict := 'leased';
+        until := now() + interval '100 milliseconds';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    SELECT array_agg(x.ev_id ORDER BY x.ev_txid, x.ev_id), array_agg(x.ev_txid ORDER BY x.ev_txid, x.ev_id),
+           array_agg(x.ev_time ORDER BY x.ev_txid, x.ev_id), array_agg(x.ev_data ORDER BY x.ev_txid, x.ev_id),
+           array_agg(x.ev_extra1 ORDER BY x.ev_txid, x.ev_id)
+      INTO v_id, v_txid, v_time, v_data, v_extra
+      FROM (%3$s) x;
+    v_cur := v_id IS NOT NULL;
+    IF NOT v_cur THEN
+        SELECT array_agg(x.ev_id ORDER BY x.ev_txid, x.ev_id), array_agg(x.ev_txid ORDER BY x.ev_txid, x.ev_id),
+               array_agg(x.ev_time ORDER BY x.ev_txid, x.ev_id), array_agg(x.ev_data ORDER BY x.ev_txid, x.ev_id),
+               array_agg(x.ev_extra1 ORDER BY x.ev_txid, x.ev_id)
+          INTO v_id, v_txid, v_time, v_data, v_extra
+          FROM (%4$s) x;
+    END IF;
+    v_cnt := coalesce(cardinality(v_id), 0);
+    IF v_cnt = 0 THEN
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    -- delayedProcessing: the ripe prefix (an unripe event stops the batch);
+    -- v_unripe: the earliest creation time from the first unripe event on
+    v_ripe := v_cnt;
+    IF $9 <> interval '0' THEN
+        SELECT min(u.o) - 1 INTO v_ripe FROM unnest(v_time) WITH ORDINALITY u(t, o) WHERE u.t > now() - $9;
+        IF v_ripe IS NULL THEN
+            v_ripe := v_cnt;
+        ELSE
+            v_unripe := (SELECT min(u.t) FROM unnest(v_time[v_ripe + 1:]) u(t));
+        END IF;
+    END IF;
+    IF v_ripe = 0 THEN
+        verdict := 'leased';
+        until := v_unripe + $9;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    v_n := least(v_ripe, $4);
+    UPDATE pgque.group_cursor gc
+       SET gc_lo = CASE WHEN v_cur THEN gc.gc_lo ELSE gc.gc_hi END,
+           gc_hi = CASE WHEN v_cur THEN gc.gc_hi ELSE $8 END,
+           gc_tick = CASE WHEN v_cur THEN gc.gc_tick ELSE $7 END,
+           gc_pos_txid = CASE WHEN $6 THEN v_txid[v_n] WHEN v_cur THEN gc.gc_pos_txid END,
+           gc_pos = CASE WHEN $6 THEN v_id[v_n] WHEN v_cur THEN gc.gc_pos END,
+           gc_lease = CASE WHEN $6 THEN NULL ELSE $11 END,
+           gc_lease_until = CASE WHEN $6 THEN NULL ELSE now() + $12::interval END,
+           gc_end_txid = CASE WHEN $6 THEN NULL ELSE v_txid[v_n] END,
+           gc_lease_end = CASE WHEN $6 THEN NULL ELSE v_id[v_n] END,
+           gc_attempts = CASE WHEN $6 THEN 0 WHEN v_cur THEN gc.gc_attempts + 1 ELSE 1 END,
+           gc_fail_ev = CASE WHEN v_cur AND NOT $6 THEN gc.gc_fail_ev END,
+           gc_fails = CASE WHEN v_cur AND NOT $6 THEN gc.gc_fails ELSE 0 END,
+           gc_active = now()
+     WHERE gc.gc_queue = $1 AND gc.gc_group = $2 AND gc.gc_partition = v_pid
+    RETURNING gc.gc_attempts, gc.gc_lease_until INTO v_att, v_until;
+    verdict := 'took';
+    -- drained: every event read was taken, and (from the open range) the
+    -- next range has none
+    drained := v_n = v_cnt AND v_cnt <= $4;
+    IF drained AND v_cur THEN
+        drained := NOT EXISTS (%6$s) OR (v_tomb AND NOT EXISTS (%2$s));
+    END IF;
+    until := v_until;
+    lease_id := CASE WHEN NOT $6 THEN $11 END;
+    RETURN NEXT;
+    RETURN QUERY
+        SELECT v_pid, v_uuid, v_name, NULL::text, NULL::boolean, v_until, CASE WHEN NOT $6 THEN $11 END,
+               pgque.message_uuid($1, u.i, u.t), coalesce(u.x, pgque.message_uuid($1, u.i, u.t)::text),
+               u.d, u.t, greatest(v_att, 1), u.i
+          FROM unnest(v_id[1:v_n], v_time[1:v_n], v_data[1:v_n], v_extra[1:v_n]) WITH ORDINALITY u(i, t, d, x, o)
+         ORDER BY u.o;
+END
+$sql$,
+            -- (the partition: v_pid; in an EXISTS, the planner drops the
+            -- outer ORDER BY ... LIMIT 1 of a range read: no sort)
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_lo', 'v_hi', 'v_pos_txid', 'v_pos', NULL,
+                    '1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_hi', '$8', NULL, NULL, NULL,
+                    '1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_lo', 'v_hi', 'v_pos_txid', 'v_pos', NULL,
+                    '$4 + 1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_hi', '$8', NULL, NULL, NULL,
+                    '$4 + 1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            -- without the deleted-message test: a non-NULL end bound text
+            -- that bounds nothing (NULL::xid8) leaves it out
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_lo', 'v_hi', 'v_pos_txid', 'v_pos', 'NULL::xid8',
+                    '1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'),
+            replace(pgque.group_range_sql(i_queue_id, i_tables, 'v_hi', '$8', NULL, NULL, 'NULL::xid8',
+                    '1', '-$2', 'greatest(v_from, $13)'), 'l.gc_partition', 'v_pid'));
+    RETURN NEXT;
+
     fn_kind := 'group_ack';
     fn_args := 'text[], uuid[], int, int';
     fn_result := 'TABLE (i int, ev_id bigint, ev_time timestamptz, ev_txid xid8, ev_data text, pv_txid xid8, pv_id bigint)';
