@@ -125,9 +125,14 @@ func TestAckBatchOneUpdatePerCursor(t *testing.T) {
 	if len(next.Messages) != 1 || next.Messages[0].EventID <= r.Messages[99].EventID {
 		t.Fatalf("after the ack the next pop got %+v, want the event after %d", next.Messages, r.Messages[99].EventID)
 	}
-	// Pages read: proportional to the batch (a repeat of the acks is all noops).
-	if b := e.buffers(`SELECT * FROM pgque.group_ack('g', $1::text[], $2::uuid[], NULL, $3::uuid[], NULL)`, txns, parts, leases); b > 1500 {
-		t.Fatalf("a repeated ack of 100 read %d buffers, want <= 1500", b)
+	// Pages read: proportional to the batch (a repeat of the acks is all
+	// noops), about 15 per item: 1,446 when the next pop went through the
+	// set-based claim, 1,490 through pop_one (the single-candidate claim
+	// leaves the cursor in the same state; the difference is in the plans
+	// group_ack's lookups below the position get). A read proportional to
+	// the history would be thousands more.
+	if b := e.buffers(`SELECT * FROM pgque.group_ack('g', $1::text[], $2::uuid[], NULL, $3::uuid[], NULL)`, txns, parts, leases); b > 1600 {
+		t.Fatalf("a repeated ack of 100 read %d buffers, want <= 1600", b)
 	}
 }
 
