@@ -56,6 +56,7 @@ DECLARE
     v_pls    jsonb[];
     v_txn    text[];
     v_dedup  boolean;
+    v_xid    xid8;
 BEGIN
     IF i_queues IS NULL OR i_payloads IS NULL THEN
         RAISE EXCEPTION 'pgque: push needs the items'' queues and payloads (got NULL)' USING ERRCODE = 'invalid_parameter_value';
@@ -76,7 +77,7 @@ BEGIN
     -- rows through an older snapshot: check_insert_table (below, per queue)
     -- raises 40001 when a switch committed after it, instead of an event
     -- left where no reader looks.
-    PERFORM pg_current_xact_id();
+    v_xid := pg_current_xact_id();  -- a simple expression: no statement
     -- transactionIds are checked once, for both paths (none: skipped)
     v_dedup := NOT ('' = ALL (array_replace(v_txns, NULL::text, '')));
     IF v_dedup THEN
