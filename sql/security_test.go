@@ -1149,10 +1149,12 @@ func surface(t *testing.T, dsn string, notices *noticeLog, writer, reader, admin
 	// is here, so the planted look-alikes get their chance.
 	suc := notices.conn(t, dsn, "")
 	call(t, suc, `SELECT pgque.has_events_since(q.queue_id, pg_catalog.pg_current_snapshot()) FROM pgque.queue q`)
-	// Reached by ticker() when two due checks in a row find nothing, and by
+	// Reached by ticker() when two due checks in a row find nothing (and
+	// ticker_push_idle_until when one finds nothing due), and by
 	// rotate_metadata() when a rotation waits for time alone: called
 	// directly too.
 	call(t, suc, `SELECT pgque.ticker_idle_until()`)
+	call(t, suc, `SELECT pgque.ticker_push_idle_until()`)
 	call(t, suc, `SELECT pgque.rotation_due_at(pg_catalog.now())`)
 
 	// Teardown of consumers and queues.

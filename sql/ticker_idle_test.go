@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,9 @@ func TestTickerIdleRoundSkipsTheDueCheck(t *testing.T) {
 	for _, q := range []string{"a", "b", "c"} {
 		e.exec(`SELECT pgque.create_queue($1)`, q)
 	}
+	// A classic consumer: with none, events do not end the idle state
+	// (TestTickerPushIdle).
+	e.exec(`SELECT pgque.subscribe('b', 'c1')`)
 	e.exec(`SELECT pgque.set_tick_period_ms(10)`)
 	if r := e.tickerRound(); !r.checked || r.ticks != 3 {
 		t.Fatalf("first ticker(): checked %v, %d ticks; want the creation ticks of 3 queues", r.checked, r.ticks)
@@ -221,6 +225,10 @@ func TestTickerIdleUntilBehindRotationLock(t *testing.T) {
 	e.untilIdle()
 	e.exec(`SELECT set_config('pgque.ticker_idle', '', false)`)
 	e.exec(`SELECT pgque.ticker()`) // records the snapshot ('seen')
+	// and the push state (no classic consumer): drop that, so that the
+	// next call checks (a read-only statement leaves the snapshot as is)
+	e.exec(`SELECT set_config('pgque.ticker_idle', split_part(current_setting('pgque.ticker_idle'), '|', 1) || '|' ||
+	                                               split_part(current_setting('pgque.ticker_idle'), '|', 2) || '|', false)`)
 	locker := pgtest.Conn(t, e.dsn)
 	tx, err := locker.Begin(ctxT(t))
 	if err != nil {
@@ -238,7 +246,93 @@ func TestTickerIdleUntilBehindRotationLock(t *testing.T) {
 	if err := e.conn.QueryRow(ctxT(t), `SELECT current_setting('pgque.ticker_idle', true)`).Scan(&st); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(st, "seen|") {
-		t.Fatalf("pgque.ticker_idle after the locked round = %q, want seen|<snapshot> (no idle time recorded)", st)
+	if !strings.HasPrefix(st, "seen|") || !strings.HasSuffix(st, "|") {
+		t.Fatalf("pgque.ticker_idle after the locked round = %q, want seen|<snapshot>| (no idle time recorded)", st)
+	}
+}
+
+// TestTickerPushIdle: with no classic consumer, events committed after a
+// due check that found nothing due do not end the idle state: under a push
+// load (the snapshot moves every round) rounds skip the due check until
+// the first tick due by time (ticker_max_lag after the last tick), even
+// past ticker_max_count; then a round checks and ticks. A committed queue
+// change (a forced tick) ends the state at once, and so does a classic
+// consumer's subscribe, which then gets its batch at the tick period.
+func TestTickerPushIdle(t *testing.T) {
+	e := setup(t)
+	e.exec(`SELECT pgque.create_queue('g')`)
+	e.exec(`SELECT pgque.set_tick_period_ms(10)`)
+	e.exec(`SELECT pgque.set_queue_config('g', 'ticker_max_count', '3')`)
+	e.exec(`SELECT pgque.set_queue_config('g', 'ticker_max_lag', '1 second')`)
+	e.untilIdle()
+
+	// A push load: an event committed before every round. Rounds more
+	// than 0.5 s before the last tick's max_lag time must skip; one at or
+	// after it checks and ticks g.
+	lastTick := `(SELECT max(t.tick_time) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = 'g')`
+	skipped, ticked := 0, false
+	for deadline := time.Now().Add(10 * time.Second); !ticked && time.Now().Before(deadline); {
+		e.exec(`SELECT pgque.send('g', 'x'::text)`)
+		var early bool
+		if err := e.conn.QueryRow(ctxT(t), `SELECT now() < `+lastTick+` + interval '500 milliseconds'`).Scan(&early); err != nil {
+			t.Fatal(err)
+		}
+		r := e.tickerRound()
+		switch {
+		case !r.checked:
+			skipped++
+		case early:
+			t.Fatalf("after %d skipped rounds, a round under the push load ran the due check well before ticker_max_lag", skipped)
+		default:
+			ticked = r.ticks == 1
+			if !ticked {
+				t.Fatalf("a round at ticker_max_lag checked and ticked %d queues, want g", r.ticks)
+			}
+		}
+	}
+	if !ticked || skipped < 3 {
+		t.Fatalf("push load: %d rounds skipped, g ticked %v; want rounds skipped (past ticker_max_count 3) and then a tick at ticker_max_lag", skipped, ticked)
+	}
+
+	// A forced tick, committed: the next round checks and ticks.
+	e.untilIdle()
+	e.exec(`SELECT pgque.send('g', 'y'::text)`)
+	if r := e.tickerRound(); r.checked {
+		t.Fatal("the round after an event did not skip (premise of the forced-tick check)")
+	}
+	e.exec(`SELECT pgque.force_next_tick('g')`)
+	if r := e.tickerRound(); !r.checked || r.ticks != 1 {
+		t.Fatalf("the round after a committed force_next_tick: checked %v, %d ticks; want the forced tick", r.checked, r.ticks)
+	}
+
+	// A classic consumer subscribes: the very next round checks, and its
+	// first event is ticked at the period and delivered.
+	e.untilIdle()
+	e.exec(`SELECT pgque.send('g', 'z'::text)`)
+	if r := e.tickerRound(); r.checked {
+		t.Fatal("the round after an event did not skip (premise of the subscribe check)")
+	}
+	e.exec(`SELECT pgque.subscribe('g', 'c1')`)
+	if r := e.tickerRound(); !r.checked {
+		t.Fatal("the round after a classic consumer subscribed skipped the due check")
+	}
+	e.exec(`SELECT pgque.send('g', 'after'::text)`)
+	ticked = false
+	for deadline := time.Now().Add(5 * time.Second); !ticked && time.Now().Before(deadline); {
+		r := e.tickerRound()
+		if !r.checked {
+			t.Fatal("a round skipped the due check with a classic consumer subscribed and its event not ticked")
+		}
+		ticked = r.ticks == 1
+	}
+	if !ticked {
+		t.Fatal("the classic consumer's event was not ticked within 5 s")
+	}
+	var got []string
+	for _, m := range e.receive("g", "c1", 100) {
+		got = append(got, m.Payload)
+	}
+	if !slices.Contains(got, "after") {
+		t.Errorf("the consumer that subscribed received %q, want the event sent after it subscribed", got)
 	}
 }

@@ -26,7 +26,11 @@
 -- Idle state: records in the session setting pgque.ticker_idle the
 -- snapshot it read before its check and, when it found nothing due with
 -- the same snapshot as the previous call, until when nothing falls due by
--- time (ticker_idle_until); ticker_idle() reads it.
+-- time (ticker_idle_until); when it found nothing due and no classic
+-- consumer exists, until when no tick falls due even with events coming
+-- in (ticker_push_idle_until); ticker_idle() reads it. It first deletes
+-- the ticker_wake rows it sees (their changes are in its check; such a
+-- call has written, so it records no idle time: the next one does).
 -- Called by: ticker(), ticker_loop().
 CREATE OR REPLACE FUNCTION pgque.ticker_plan()
 RETURNS pgque.tick[]
@@ -57,6 +61,8 @@ DECLARE
     v_fp      text;
     v_idle    text;
     v_until   timestamptz;
+    v_push    timestamptz;
+    v_due_n   int := 0;
 BEGIN
     IF v_debug > 0 THEN
         v_t0 := clock_timestamp();
@@ -69,6 +75,10 @@ BEGIN
     -- What ticker_idle() compares: the snapshot before the due check.
     v_fp := pg_current_snapshot()::text;
     v_idle := current_setting('pgque.ticker_idle', true);
+    -- Changes ticker_idle's push state waits for (ticker_wake): seen now.
+    IF EXISTS (SELECT FROM pgque.ticker_wake) THEN
+        DELETE FROM pgque.ticker_wake;
+    END IF;
     PERFORM pg_advisory_xact_lock_shared(pgque.lock_id_class(), pgque.lock_id_ticking());
     PERFORM set_config('lock_timeout', coalesce(pgque.get_setting('ticker_lock_timeout_ms'), '20') || 'ms', true);
     BEGIN
@@ -92,6 +102,7 @@ BEGIN
              WHERE d.quiet OR f.queue_id IS NOT NULL
              ORDER BY d.queue_id
         LOOP
+            v_due_n := v_due_n + 1;
             IF v_debug > 0 THEN
                 v_t_q := clock_timestamp();
                 v_t_due := coalesce(v_t_due, v_t_q);
@@ -141,6 +152,7 @@ BEGIN
             BEGIN
                 SELECT d.last_tick_id, d.event_seq, d.quiet INTO v_last, v_seq, v_quiet FROM pgque.due_queues(v_qid) d;
                 IF FOUND THEN
+                    v_due_n := v_due_n + 1;
                     v_probe := false;
                     v_own := false;
                     v_xids := NULL;
@@ -173,19 +185,28 @@ BEGIN
     -- Otherwise only the snapshot ('seen'), so that a busy installation
     -- pays no ticker_idle_until; so too in a transaction that wrote (its
     -- own writes are not in the snapshot).
-    IF cardinality(v_plan) = 0 AND split_part(v_idle, '|', 2) = v_fp
-       AND pg_current_xact_id_if_assigned() IS NULL THEN
-        -- it reads the tick tables: a rotation holding them past the
+    -- The push state (ticker_push_idle_until) needs no second look: only
+    -- when no queue was due at all (not even one skipped on a lock), and
+    -- not in a transaction that wrote.
+    IF cardinality(v_plan) = 0 AND pg_current_xact_id_if_assigned() IS NULL THEN
+        -- they read the tick tables: a rotation holding them past the
         -- ticker's lock_timeout leaves 'seen' (the next call checks in
         -- full), never an error that would end a ticker_loop run
         BEGIN
-            v_until := pgque.ticker_idle_until();
+            IF split_part(v_idle, '|', 2) = v_fp THEN
+                v_until := pgque.ticker_idle_until();
+            END IF;
+            IF v_due_n = 0 THEN
+                v_push := pgque.ticker_push_idle_until();
+            END IF;
         EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
             v_until := NULL;
+            v_push := NULL;
         END;
     END IF;
     PERFORM set_config('pgque.ticker_idle',
-                       coalesce(extract(epoch FROM v_until)::float8::text, 'seen') || '|' || v_fp, false);
+                       coalesce(extract(epoch FROM v_until)::float8::text, 'seen') || '|' || v_fp
+                       || '|' || coalesce(extract(epoch FROM v_push)::float8::text, ''), false);
     PERFORM set_config('lock_timeout', v_timeout, true);
     IF v_debug > 0 AND (v_skips IS NOT NULL
                         OR extract(epoch FROM clock_timestamp() - v_t0) * 1000 > v_debug) THEN

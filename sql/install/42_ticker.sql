@@ -12,7 +12,9 @@
 -- Reads pg_locks once per call when some queue is due (tick_in_flight).
 -- A call that finds the installation idle (ticker_idle: nothing committed
 -- anywhere since this session's last due check found nothing due, and no
--- tick or retry due by time yet) returns 0 without a due check.
+-- tick or retry due by time yet; or, with no classic consumer, no tick due
+-- by time yet and no ticker_wake row: events alone do not end that state)
+-- returns 0 without a due check.
 -- The work is ticker_plan (everything but the writes) and one INSERT of its
 -- rows; ticker_loop calls the two itself, the plan in an exception block
 -- and the INSERT outside it (no subtransaction xid in a tick's commit).
@@ -40,7 +42,11 @@ BEGIN
     -- Nothing committed since a check that found nothing due, and nothing
     -- due by time yet: no tick, no retry (ticker_idle).
     IF pgque.ticker_idle() THEN
-        RETURN 0;
+        -- ... and no queue or setting change, no subscribe committed since
+        -- (ticker_wake; the caller's half of ticker_idle's push state).
+        IF NOT EXISTS (SELECT FROM pgque.ticker_wake) THEN
+            RETURN 0;
+        END IF;
     END IF;
     v_plan := pgque.ticker_plan();
     IF cardinality(v_plan) > 0 THEN

@@ -37,9 +37,12 @@
 -- so that pg_cron's next start of its job - a new backend - does not compete
 -- with the new holder's first rounds.
 -- Idle rounds: a round that ticker_idle() calls idle (nothing committed
--- anywhere since a due check that found nothing, nothing due by time yet)
--- skips ticker_plan(), the retry check and the ticker_loop_enabled read:
--- it costs a snapshot comparison and its two COMMITs.
+-- anywhere since a due check that found nothing, nothing due by time yet;
+-- or, with no classic consumer, nothing due by time yet and no ticker_wake
+-- row: a queue or setting change, a subscribe) skips ticker_plan(), the
+-- retry check and the ticker_loop_enabled read (pgque.stop() commits a
+-- ticker_wake row): it costs a snapshot comparison, a read of the empty
+-- ticker_wake table and its two COMMITs.
 -- Stop: each round that is not idle reads ticker_loop_enabled; 'false'
 -- (pgque.stop(), pgquectl tick --off; setting it commits, so the next
 -- round is not idle) ends the run - and any run waiting on the lock -
@@ -267,6 +270,11 @@ BEGIN
         -- no retry to move, and ticker_loop_enabled unchanged (pgque.stop()
         -- commits a write). The round costs that check.
         v_idle := pgque.ticker_idle();
+        IF v_idle THEN
+            -- ticker_idle's push state: no ticker_wake row either (no queue
+            -- or setting change, no subscribe committed since the check).
+            v_idle := NOT EXISTS (SELECT FROM pgque.ticker_wake);
+        END IF;
         v_plan := NULL;
         IF NOT v_idle THEN
             -- Stopped (pgque.stop(), pgquectl tick --off): end now. (Read
@@ -283,6 +291,11 @@ BEGIN
             -- not wait: the plan holds its locks (tick_prepare).
             IF v_debug OPERATOR(pg_catalog.>) 0 THEN
                 v_t_cfg := pg_catalog.clock_timestamp();
+            END IF;
+            -- ticker_plan's first step, here outside the block (a write):
+            -- the ticker_wake rows this round's check accounts for.
+            IF EXISTS (SELECT FROM pgque.ticker_wake) THEN
+                DELETE FROM pgque.ticker_wake;
             END IF;
             BEGIN
                 v_plan := pgque.ticker_plan();
