@@ -186,3 +186,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 	})
 }
+
+func dbCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), dbTimeout)
+}
