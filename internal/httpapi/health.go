@@ -30,8 +30,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
-	var one int
-	if err := s.pool.QueryRow(ctx, `SELECT 1 FROM pgque.version() LIMIT 1`).Scan(&one); err != nil {
+	if err := broker.Ping(ctx, s.pool); err != nil {
 		s.log.Warn("health check failed", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unhealthy", "database": "disconnected"})
 		return nil
