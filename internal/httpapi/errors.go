@@ -113,20 +113,3 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // noContent answers 204 without a body (and so without Content-Length).
 func noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
-
-// decodeBody reads the JSON body into v: 400 {"error":"bad body: ..."}
-// when it does not parse. An empty body is allowed when optional. (The
-// body limit, budget and text checks ran in wrap, which read the body.)
-func decodeBody(r *http.Request, v any, optional bool) error {
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(v); err != nil {
-		if optional && errors.Is(err, errEOF) {
-			return nil
-		}
-		return badRequest("bad body: " + err.Error())
-	}
-	if dec.More() {
-		return badRequest("bad body: trailing data after the JSON value")
-	}
-	return nil
-}

@@ -4,19 +4,16 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/config"
-	"github.com/pgquectl/pgquectl/internal/db"
 	"github.com/pgquectl/pgquectl/internal/hotlistpg"
+	"github.com/pgquectl/pgquectl/internal/notifier"
 )
 
-// peerListener holds the one dedicated connection that LISTENs on
-// notifyChannel and opens the local gate named by each notification of
-// another broker. Received hints are never re-broadcast.
+// peerListener is the one dedicated connection (internal/notifier) that
+// LISTENs on notifyChannel and opens the local gate named by each
+// notification of another broker. Received hints are never re-broadcast.
 type peerListener struct {
 	conn   config.Connection
 	log    *slog.Logger
@@ -36,80 +33,29 @@ type peerListener struct {
 
 // run listens until ctx ends, reconnecting with backoff.
 func (p *peerListener) run(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	first := true
-	for ctx.Err() == nil {
-		err := p.listen(ctx, &first)
-		if ctx.Err() != nil {
-			return
-		}
-		p.log.Warn("peer wake listener lost its connection; reconnecting (parked pops still re-check on their own)", "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
-}
-
-func (p *peerListener) listen(ctx context.Context, first *bool) error {
-	cctx, cancel := context.WithTimeout(ctx, p.conn.ConnectTimeout)
-	conn, err := db.Connect(cctx, p.conn)
-	cancel()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = conn.Close(cctx)
-	}()
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err = conn.Exec(lctx, `LISTEN "`+notifyChannel+`"`)
-	if err == nil && p.hotlist != nil {
-		_, err = conn.Exec(lctx, `LISTEN "`+hotlistpg.Channel+`"`)
-	}
-	if err == nil && p.onMaintenance != nil {
-		_, err = conn.Exec(lctx, `LISTEN "`+broker.MaintenanceChannel+`"`)
-	}
-	cancel()
-	if err != nil {
-		return err
+	l := &notifier.Listener{Conn: p.conn, Log: p.log, Ready: p.ready,
+		Subs: []notifier.Subscription{{Channel: notifyChannel, Handle: p.handleHint}}}
+	if p.hotlist != nil {
+		l.Subs = append(l.Subs, notifier.Subscription{Channel: hotlistpg.Channel, Handle: p.hotlist})
 	}
 	if p.onMaintenance != nil {
-		p.onMaintenance()
+		l.Subs = append(l.Subs, notifier.Subscription{Channel: broker.MaintenanceChannel, Handle: func(string) { p.onMaintenance() }})
 	}
-	if p.onListen != nil {
-		p.onListen(ctx)
-	}
-	if *first {
-		*first = false
-		close(p.ready)
-	}
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		p.handle(n)
-	}
-}
-
-func (p *peerListener) handle(n *pgconn.Notification) {
-	if n.Channel == broker.MaintenanceChannel {
+	l.OnListen = func(ctx context.Context) {
 		if p.onMaintenance != nil {
 			p.onMaintenance()
 		}
-		return
-	}
-	if n.Channel == hotlistpg.Channel {
-		if p.hotlist != nil {
-			p.hotlist(n.Payload)
+		if p.onListen != nil {
+			p.onListen(ctx)
 		}
-		return
 	}
-	origin, queue, ok := strings.Cut(n.Payload, "\x1e")
+	l.Run(ctx)
+}
+
+// handleHint opens the gate of a notification's queue unless this broker
+// sent it (payload: the sender's id, 0x1e, the stored queue name).
+func (p *peerListener) handleHint(payload string) {
+	origin, queue, ok := strings.Cut(payload, "\x1e")
 	if !ok || origin == p.origin || queue == "" {
 		return
 	}

@@ -168,7 +168,7 @@ func (s *Server) pushNotify() broker.Notify {
 // committed; an error is logged (the peers' parked pops re-check on their
 // own within a second).
 func (s *Server) notifyPeers(ctx context.Context, queue string) {
-	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, s.origin+"\x1e"+queue); err != nil {
+	if err := broker.SendNotify(ctx, s.pool, s.pushNotify(), queue); err != nil {
 		s.log.Warn("telling the other brokers of new messages failed; their parked pops re-check within a second", "queue", queue, "err", err)
 	}
 }

@@ -80,24 +80,6 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// heldBody is a request's body once wrap read it whole: handlers may
-// decode the bytes themselves (decodePush).
-type heldBody struct {
-	*bytes.Reader
-	b []byte
-}
-
-func (*heldBody) Close() error { return nil }
-
-// bodyBytes is the request's body as wrap read it (nil when it was not).
-func bodyBytes(r *http.Request) ([]byte, bool) {
-	rb, ok := r.Body.(*heldBody)
-	if !ok {
-		return nil, false
-	}
-	return rb.b, true
-}
-
 // statusWriter remembers the status code for logs and metrics.
 type statusWriter struct {
 	http.ResponseWriter
@@ -185,4 +167,8 @@ func (s *Server) wrap(rt route) http.Handler {
 				"status", w.status, "bytes", w.bytes, "duration_ms", float64(d.Microseconds())/1000, "remote", r.RemoteAddr)
 		}
 	})
+}
+
+func dbCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), dbTimeout)
 }

@@ -28,8 +28,6 @@ import (
 	"github.com/pgquectl/pgquectl/internal/wake"
 )
 
-var errEOF = io.EOF
-
 // Defaults.
 const (
 	DefaultListen      = ":6632"
