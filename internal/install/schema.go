@@ -21,7 +21,7 @@ var ErrForeignSchema = errors.New("schema pgque was not created by this role's p
 const foreignSchemaHint = "inspect the schema, drop it (DROP SCHEMA pgque CASCADE) and install again"
 
 // foreignSchemaMarker is in the message of every refusal of
-// sql/install/00_preamble.sql that concerns schema pgque (its checks of
+// sql/engine/00_preamble.sql that concerns schema pgque (its checks of
 // other roles' objects and CREATE grants run there only).
 const foreignSchemaMarker = "refusing to install into"
 
