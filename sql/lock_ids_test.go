@@ -18,12 +18,12 @@ import (
 var lockLiteral = regexp.MustCompile(`(?i)\b18858274[0-9]{2}\b|0x706771|advisory_\w*lock\w*\(\s*[0-9]|\b(classid|objid)(::\w+)?\s*(=|OPERATOR\(pg_catalog\.=\))\s*[0-9]`)
 
 // bootstrapLock is the one statement allowed to keep numbers: the install
-// lock of 00_preamble.sql (nothing exists yet) and uninstall.sql (the schema
+// lock of 000_preamble.sql (nothing exists yet) and uninstall.sql (the schema
 // may be gone). TestLockIDsHaveOneHome checks its numbers against the home.
 var bootstrapLock = regexp.MustCompile(`(pg_catalog\.)?pg_advisory_xact_lock\((\d+), (\d+)\)`)
 
 // TestLockIDsHaveOneHome fails when an advisory-lock id is written as a
-// number outside sql/engine/04_lock_ids.sql (and internal/locks for Go):
+// number outside sql/engine/040_lock_ids.sql (and internal/locks for Go):
 // every engine file takes and reads its locks through pgque.lock_id_*().
 func TestLockIDsHaveOneHome(t *testing.T) {
 	e := setup(t)
@@ -31,9 +31,9 @@ func TestLockIDsHaveOneHome(t *testing.T) {
 	if err := e.conn.QueryRow(ctxT(t), `SELECT pgque.lock_id_class()::text, pgque.lock_id_install()::text`).Scan(&class, &install); err != nil {
 		t.Fatal(err)
 	}
-	bootstrap := map[string]bool{"engine/00_preamble.sql": true, "uninstall/uninstall.sql": true}
+	bootstrap := map[string]bool{"engine/000_preamble.sql": true, "uninstall/uninstall.sql": true}
 	for _, name := range manifestPaths(t) {
-		if name == "engine/04_lock_ids.sql" {
+		if name == "engine/040_lock_ids.sql" {
 			continue
 		}
 		b, err := fs.ReadFile(enginesql.FS, name)
@@ -55,7 +55,7 @@ func TestLockIDsHaveOneHome(t *testing.T) {
 				}
 			}
 			if lockLiteral.MatchString(line) {
-				t.Errorf("sql/%s:%d: a lock id written as a number; use pgque.lock_id_*() (04_lock_ids.sql): %s", name, n+1, strings.TrimSpace(line))
+				t.Errorf("sql/%s:%d: a lock id written as a number; use pgque.lock_id_*() (040_lock_ids.sql): %s", name, n+1, strings.TrimSpace(line))
 			}
 		}
 		if bootstrap[name] && !found {

@@ -19,7 +19,7 @@ const (
 // Entry is one file the manifest names.
 type Entry struct {
 	Section string // "install" or "uninstall"
-	Path    string // relative to sql/, e.g. "engine/03_tables.sql"
+	Path    string // relative to sql/, e.g. "engine/030_tables.sql"
 	Line    int    // its line in the manifest
 }
 

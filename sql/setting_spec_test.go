@@ -131,7 +131,7 @@ func TestSettingRangesHaveOneHome(t *testing.T) {
 	e := setup(t)
 	files := map[string]string{}
 	for _, n := range manifestPaths(t) {
-		if n == "engine/05_setting_spec.sql" {
+		if n == "engine/050_setting_spec.sql" {
 			continue
 		}
 		b, err := fs.ReadFile(enginesql.FS, n)

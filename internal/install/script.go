@@ -26,7 +26,7 @@ const VersionNum = 200
 
 // File is one embedded SQL file.
 type File struct {
-	// Name is the path inside sql/, e.g. "engine/03_tables.sql".
+	// Name is the path inside sql/, e.g. "engine/030_tables.sql".
 	Name string
 	Text string
 }
