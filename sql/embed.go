@@ -4,7 +4,8 @@ package sql
 
 import "embed"
 
-// FS holds install/*.sql, procedures/*.sql and uninstall/*.sql.
+// FS holds manifest.txt and the SQL files it orders: engine/, broker/,
+// procedures/ and uninstall/.
 //
-//go:embed install/*.sql procedures/*.sql uninstall/*.sql
+//go:embed manifest.txt engine/*.sql broker/*.sql procedures/*.sql uninstall/*.sql
 var FS embed.FS

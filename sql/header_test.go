@@ -2,7 +2,6 @@ package sql_test
 
 import (
 	"io/fs"
-	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -33,28 +32,25 @@ func TestEveryFunctionHasAMatchingHeader(t *testing.T) {
 	e := setup(t)
 	headers := map[string]string{} // function name -> header of the file creating it
 	files := map[string]string{}
-	for _, dir := range []string{"install", "procedures"} {
-		entries, err := fs.ReadDir(enginesql.FS, dir)
+	names, err := enginesql.ManifestFiles(enginesql.SectionInstall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		body, err := fs.ReadFile(enginesql.FS, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ent := range entries {
-			name := path.Join(dir, ent.Name())
-			body, err := fs.ReadFile(enginesql.FS, name)
-			if err != nil {
-				t.Fatal(err)
+		h := header(string(body))
+		if h == "" {
+			t.Errorf("%s: no header comment", name)
+		}
+		for _, m := range createRe.FindAllStringSubmatch(string(body), -1) {
+			if prev, ok := files[m[1]]; ok && prev != name {
+				t.Errorf("pgque.%s is created in %s and %s: one function per file", m[1], prev, name)
 			}
-			h := header(string(body))
-			if h == "" {
-				t.Errorf("%s: no header comment", name)
-			}
-			for _, m := range createRe.FindAllStringSubmatch(string(body), -1) {
-				if prev, ok := files[m[1]]; ok && prev != name {
-					t.Errorf("pgque.%s is created in %s and %s: one function per file", m[1], prev, name)
-				}
-				files[m[1]] = name
-				headers[m[1]] = h
-			}
+			files[m[1]] = name
+			headers[m[1]] = h
 		}
 	}
 	rows, err := e.conn.Query(ctxT(t), `

@@ -18,12 +18,12 @@ import (
 var lockLiteral = regexp.MustCompile(`(?i)\b18858274[0-9]{2}\b|0x706771|advisory_\w*lock\w*\(\s*[0-9]|\b(classid|objid)(::\w+)?\s*(=|OPERATOR\(pg_catalog\.=\))\s*[0-9]`)
 
 // bootstrapLock is the one statement allowed to keep numbers: the install
-// lock of 00_preamble.sql (nothing exists yet) and uninstall.sql (the schema
+// lock of 000_preamble.sql (nothing exists yet) and uninstall.sql (the schema
 // may be gone). TestLockIDsHaveOneHome checks its numbers against the home.
 var bootstrapLock = regexp.MustCompile(`(pg_catalog\.)?pg_advisory_xact_lock\((\d+), (\d+)\)`)
 
 // TestLockIDsHaveOneHome fails when an advisory-lock id is written as a
-// number outside sql/install/04_lock_ids.sql (and internal/locks for Go):
+// number outside sql/engine/040_lock_ids.sql (and internal/locks for Go):
 // every engine file takes and reads its locks through pgque.lock_id_*().
 func TestLockIDsHaveOneHome(t *testing.T) {
 	e := setup(t)
@@ -31,41 +31,35 @@ func TestLockIDsHaveOneHome(t *testing.T) {
 	if err := e.conn.QueryRow(ctxT(t), `SELECT pgque.lock_id_class()::text, pgque.lock_id_install()::text`).Scan(&class, &install); err != nil {
 		t.Fatal(err)
 	}
-	bootstrap := map[string]bool{"install/00_preamble.sql": true, "uninstall/uninstall.sql": true}
-	for _, dir := range []string{"install", "procedures", "uninstall"} {
-		names, err := fs.Glob(enginesql.FS, dir+"/*.sql")
+	bootstrap := map[string]bool{"engine/000_preamble.sql": true, "uninstall/uninstall.sql": true}
+	for _, name := range manifestPaths(t) {
+		if name == "engine/040_lock_ids.sql" {
+			continue
+		}
+		b, err := fs.ReadFile(enginesql.FS, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range names {
-			if name == "install/04_lock_ids.sql" {
-				continue
-			}
-			b, err := fs.ReadFile(enginesql.FS, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			found := false
-			for n, line := range strings.Split(string(b), "\n") {
-				if bootstrap[name] {
-					if m := bootstrapLock.FindStringSubmatch(line); m != nil {
-						found = true
-						if m[2] != class || m[3] != install {
-							t.Errorf("sql/%s:%d: install lock (%s, %s), the home says (%s, %s)", name, n+1, m[2], m[3], class, install)
-						}
-						continue
+		found := false
+		for n, line := range strings.Split(string(b), "\n") {
+			if bootstrap[name] {
+				if m := bootstrapLock.FindStringSubmatch(line); m != nil {
+					found = true
+					if m[2] != class || m[3] != install {
+						t.Errorf("sql/%s:%d: install lock (%s, %s), the home says (%s, %s)", name, n+1, m[2], m[3], class, install)
 					}
-					if strings.HasPrefix(strings.TrimSpace(line), "--") {
-						continue // the preamble's comment explains the number
-					}
+					continue
 				}
-				if lockLiteral.MatchString(line) {
-					t.Errorf("sql/%s:%d: a lock id written as a number; use pgque.lock_id_*() (04_lock_ids.sql): %s", name, n+1, strings.TrimSpace(line))
+				if strings.HasPrefix(strings.TrimSpace(line), "--") {
+					continue // the preamble's comment explains the number
 				}
 			}
-			if bootstrap[name] && !found {
-				t.Errorf("sql/%s: no install lock found", name)
+			if lockLiteral.MatchString(line) {
+				t.Errorf("sql/%s:%d: a lock id written as a number; use pgque.lock_id_*() (040_lock_ids.sql): %s", name, n+1, strings.TrimSpace(line))
 			}
+		}
+		if bootstrap[name] && !found {
+			t.Errorf("sql/%s: no install lock found", name)
 		}
 	}
 	goLiteral := regexp.MustCompile(`\b18858274[0-9]{2}\b|0x706771`)
@@ -126,4 +120,19 @@ func TestLockIDsFoldToConstants(t *testing.T) {
 	if p := plan.String(); strings.Contains(p, "lock_id") || !strings.Contains(p, "1885827445") || !strings.Contains(p, "'6'") {
 		t.Errorf("the plan does not hold the constants:\n%s", p)
 	}
+}
+
+// manifestPaths returns every file manifest.txt names (install, then
+// uninstall), relative to sql/: the SQL the one-home checks read.
+func manifestPaths(t *testing.T) []string {
+	t.Helper()
+	entries, err := enginesql.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.Path)
+	}
+	return out
 }

@@ -1434,7 +1434,7 @@ func TestSecurityCatalog(t *testing.T) {
 	                 -- path (every name in them is schema-qualified besides).
 	                 AND NOT ((p.oid::regprocedure::text = ANY ('{"pgque.message_uuid(integer,bigint,timestamp with time zone)","pgque.ticker_idle()"}')
 	                           AND p.provolatile IN ('i', 'v')
-	                           -- the advisory-lock ids (04_lock_ids.sql): constants
+	                           -- the advisory-lock ids (040_lock_ids.sql): constants
 	                           OR p.proname ~ '^lock_id_' AND p.pronargs = 0 AND p.provolatile = 's')
 	                          AND NOT p.prosecdef
 	                          AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))

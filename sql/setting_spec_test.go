@@ -130,21 +130,15 @@ func mustFloat(t *testing.T, s string) float64 {
 func TestSettingRangesHaveOneHome(t *testing.T) {
 	e := setup(t)
 	files := map[string]string{}
-	for _, dir := range []string{"install", "procedures", "uninstall"} {
-		names, err := fs.Glob(enginesql.FS, dir+"/*.sql")
+	for _, n := range manifestPaths(t) {
+		if n == "engine/050_setting_spec.sql" {
+			continue
+		}
+		b, err := fs.ReadFile(enginesql.FS, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range names {
-			if n == "install/09_setting_spec.sql" {
-				continue
-			}
-			b, err := fs.ReadFile(enginesql.FS, n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files["sql/"+n] = string(b)
-		}
+		files["sql/"+n] = string(b)
 	}
 	for _, dir := range []string{"../cmd", "../internal"} {
 		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

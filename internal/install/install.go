@@ -26,7 +26,7 @@ var ErrNewerEngine = errors.New("the database has a newer pgque engine than this
 // changed nothing; the error says which GRANT ... WITH ADMIN OPTION to run.
 var ErrRolesNotGrantable = errors.New("the installing role cannot grant the pgque roles to applications")
 
-// rolesNotGrantable is the CONSTRAINT field sql/install/01_roles.sql puts on
+// rolesNotGrantable is the CONSTRAINT field sql/engine/010_roles.sql puts on
 // that refusal.
 const rolesNotGrantable = "pgque_roles_grantable"
 

@@ -21,13 +21,13 @@ var ErrForeignSchema = errors.New("schema pgque was not created by this role's p
 const foreignSchemaHint = "inspect the schema, drop it (DROP SCHEMA pgque CASCADE) and install again"
 
 // foreignSchemaMarker is in the message of every refusal of
-// sql/install/00_preamble.sql that concerns schema pgque (its checks of
+// sql/engine/000_preamble.sql that concerns schema pgque (its checks of
 // other roles' objects and CREATE grants run there only).
 const foreignSchemaMarker = "refusing to install into"
 
 const (
 	// sqlPinSearchPath: nothing the installer runs resolves a name through
-	// a schema another role may write (00_preamble.sql sets the same).
+	// a schema another role may write (000_preamble.sql sets the same).
 	sqlPinSearchPath = `SET LOCAL search_path = pg_catalog, pg_temp`
 	// sqlSchemaTrust: who owns schema pgque, whether that is exactly the
 	// installing role, and whether pgque.engine_version is a plain table of
@@ -70,7 +70,7 @@ func checkSchema(ctx context.Context, q db.Querier, database string) error {
 	return nil
 }
 
-// foreignSchemaError turns a refusal of 00_preamble.sql into ErrForeignSchema
+// foreignSchemaError turns a refusal of 000_preamble.sql into ErrForeignSchema
 // (nil when err is something else).
 func foreignSchemaError(err error, database string) error {
 	var pgErr *pgconn.PgError

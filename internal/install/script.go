@@ -9,8 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -28,41 +26,35 @@ const VersionNum = 200
 
 // File is one embedded SQL file.
 type File struct {
-	// Name is the path inside sql/, e.g. "install/03_tables.sql".
+	// Name is the path inside sql/, e.g. "engine/030_tables.sql".
 	Name string
 	Text string
 }
 
-// files returns the *.sql files of the given sql/ directories, each
-// directory's files sorted by name, directories in the order given.
-func files(dirs ...string) ([]File, error) {
-	var out []File
-	for _, dir := range dirs {
-		names, err := fs.Glob(pgquesql.FS, dir+"/*.sql")
+// files returns the files of one section of sql/manifest.txt, in the
+// order the manifest gives.
+func files(section string) ([]File, error) {
+	names, err := pgquesql.ManifestFiles(section)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]File, 0, len(names))
+	for _, name := range names {
+		raw, err := fs.ReadFile(pgquesql.FS, name)
 		if err != nil {
-			return nil, fmt.Errorf("listing embedded %s/*.sql: %w", dir, err)
+			return nil, fmt.Errorf("reading embedded %s (named in sql/%s): %w", name, pgquesql.ManifestName, err)
 		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("no embedded SQL in sql/%s: the binary was built without the engine", dir)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			raw, err := fs.ReadFile(pgquesql.FS, name)
-			if err != nil {
-				return nil, fmt.Errorf("reading embedded %s: %w", name, err)
-			}
-			out = append(out, File{Name: name, Text: string(raw)})
-		}
+		out = append(out, File{Name: name, Text: string(raw)})
 	}
 	return out, nil
 }
 
-// InstallFiles returns sql/install/*.sql then sql/procedures/*.sql, in the
-// order they run.
-func InstallFiles() ([]File, error) { return files("install", "procedures") }
+// InstallFiles returns the [install] files of sql/manifest.txt (engine/,
+// broker/, procedures/), in the order they run.
+func InstallFiles() ([]File, error) { return files(pgquesql.SectionInstall) }
 
-// UninstallFiles returns sql/uninstall/*.sql in the order they run.
-func UninstallFiles() ([]File, error) { return files("uninstall") }
+// UninstallFiles returns the [uninstall] files of sql/manifest.txt.
+func UninstallFiles() ([]File, error) { return files(pgquesql.SectionUninstall) }
 
 // script is a concatenation of files that remembers where each file starts,
 // so a server error position can be traced back to a file and line.
@@ -81,7 +73,7 @@ func newScript(fs []File) script {
 	s := script{files: fs}
 	chars := 0
 	for _, f := range fs {
-		header := "-- file: " + path.Base(f.Name) + "\n"
+		header := "-- file: " + f.Name + "\n"
 		b.WriteString(header)
 		chars += utf8.RuneCountInString(header)
 		s.starts = append(s.starts, chars+1)
@@ -130,8 +122,8 @@ func (s script) locate(pos int) (name string, line int, ok bool) {
 	return "", 0, false
 }
 
-// Script returns the install SQL: sql/install/*.sql (sorted by name), then
-// sql/procedures/*.sql (sorted), each preceded by a "-- file: NAME" line.
+// Script returns the install SQL: the [install] files of sql/manifest.txt in
+// its order, each preceded by a "-- file: NAME" line.
 // It runs as one transaction: `psql -1 -f` or pgquectl install.
 func Script() (string, error) {
 	fs, err := InstallFiles()
@@ -141,7 +133,7 @@ func Script() (string, error) {
 	return newInstallScript(fs).text, nil
 }
 
-// UninstallScript returns sql/uninstall/*.sql the same way.
+// UninstallScript returns the [uninstall] files the same way.
 func UninstallScript() (string, error) {
 	fs, err := UninstallFiles()
 	if err != nil {

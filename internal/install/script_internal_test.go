@@ -2,10 +2,12 @@ package install
 
 import (
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	pgquesql "github.com/pgquectl/pgquectl/sql"
 )
 
 func TestScriptOrderAndHeaders(t *testing.T) {
@@ -14,25 +16,27 @@ func TestScriptOrderAndHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var install, procs []string
+	want, err := pgquesql.ManifestFiles(pgquesql.SectionInstall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
 	for _, f := range fs {
-		switch path.Dir(f.Name) {
-		case "install":
-			if len(procs) > 0 {
-				t.Fatalf("%s comes after a procedures file", f.Name)
-			}
-			install = append(install, f.Name)
-		case "procedures":
-			procs = append(procs, f.Name)
-		default:
-			t.Fatalf("unexpected file %s", f.Name)
+		got = append(got, f.Name)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("install files %v, the manifest says %v", got, want)
+	}
+	// The engine first, then the broker built on it, then the procedures
+	// and grants (which name every function).
+	var folders []string
+	for _, name := range got {
+		if d := path.Dir(name); len(folders) == 0 || folders[len(folders)-1] != d {
+			folders = append(folders, d)
 		}
 	}
-	if len(install) == 0 || len(procs) == 0 {
-		t.Fatalf("install files %d, procedures %d", len(install), len(procs))
-	}
-	if !sort.StringsAreSorted(install) || !sort.StringsAreSorted(procs) {
-		t.Errorf("files not sorted: %v %v", install, procs)
+	if !slices.Equal(folders, []string{"engine", "broker", "procedures"}) {
+		t.Errorf("install folders run in the order %v, want engine, broker, procedures, each in one run", folders)
 	}
 	text, err := Script()
 	if err != nil {
@@ -40,7 +44,7 @@ func TestScriptOrderAndHeaders(t *testing.T) {
 	}
 	last := -1
 	for _, f := range fs {
-		i := strings.Index(text, "-- file: "+path.Base(f.Name)+"\n")
+		i := strings.Index(text, "-- file: "+f.Name+"\n")
 		if i < 0 || i < last {
 			t.Fatalf("header of %s missing or out of order", f.Name)
 		}
@@ -67,8 +71,8 @@ func TestVersionNum(t *testing.T) {
 func TestLocate(t *testing.T) {
 	t.Parallel()
 	s := newScript([]File{
-		{Name: "install/a.sql", Text: "SELECT 1;\nSELECT ünï;\n"},
-		{Name: "install/b.sql", Text: "x\ny\nSELECT broken"},
+		{Name: "engine/a.sql", Text: "SELECT 1;\nSELECT ünï;\n"},
+		{Name: "engine/b.sql", Text: "x\ny\nSELECT broken"},
 	})
 	pos := func(needle string) int {
 		i := strings.Index(s.text, needle)
@@ -81,10 +85,10 @@ func TestLocate(t *testing.T) {
 		needle, file string
 		line         int
 	}{
-		{"SELECT 1", "install/a.sql", 1},
-		{"ünï", "install/a.sql", 2},
-		{"x\ny", "install/b.sql", 1},
-		{"broken", "install/b.sql", 3},
+		{"SELECT 1", "engine/a.sql", 1},
+		{"ünï", "engine/a.sql", 2},
+		{"x\ny", "engine/b.sql", 1},
+		{"broken", "engine/b.sql", 3},
 	} {
 		name, line, ok := s.locate(pos(tc.needle))
 		if !ok || name != tc.file || line != tc.line {

@@ -102,8 +102,8 @@ const (
 )
 
 // Uninstall removes the engine from the database conn is connected to: it
-// checks for unconsumed events (unless Force), runs sql/uninstall/*.sql,
-// removes the engine's pg_cron jobs (also when pg_cron lives in another
+// checks for unconsumed events (unless Force), runs the [uninstall] files
+// of sql/manifest.txt, removes the engine's pg_cron jobs (also when pg_cron lives in another
 // database) and, with DropRoles, the three roles — all in one transaction
 // on conn, the jobs in another database just before it commits.
 func Uninstall(ctx context.Context, conn *pgx.Conn, opts UninstallOptions) (UninstallResult, error) {

@@ -3,7 +3,7 @@
 // (status) agree. All are two-key advisory locks: in pg_locks, locktype =
 // 'advisory', classid = the first key, objid = the second, objsubid = 2.
 //
-// The ids' home is the engine: sql/install/04_lock_ids.sql, one inlinable
+// The ids' home is the engine: sql/engine/040_lock_ids.sql, one inlinable
 // function pgque.lock_id_<name>() per id. The constants here are the same
 // numbers for Go; TestIDsAreTheEngines fails when one differs or when the
 // engine has an id this package does not name.

@@ -8,7 +8,7 @@ import (
 )
 
 // TestIDsAreTheEngines: every constant of this package is the engine's id
-// (pgque.lock_id_*(), sql/install/04_lock_ids.sql), every engine id has a
+// (pgque.lock_id_*(), sql/engine/040_lock_ids.sql), every engine id has a
 // constant here, and the numbers are those existing installs and running
 // tickers use (ClassID 'pgqu').
 func TestIDsAreTheEngines(t *testing.T) {

@@ -28,7 +28,7 @@ const (
 	qQueueID      = `SELECT queue_id FROM pgque.queue WHERE queue_name = $1`
 	qTickCount    = `SELECT count(*) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = $1`
 	qTickXmins    = `SELECT count(DISTINCT t.xmin::text) FROM pgque.tick t JOIN pgque.queue q ON q.queue_id = t.tick_queue WHERE q.queue_name = $1 AND t.tick_id > $2`
-	qTickLock     = `SELECT pg_advisory_xact_lock(1885827446, $1)` // the lock pgque.tick_queue() tries (40_tick_queue.sql)
+	qTickLock     = `SELECT pg_advisory_xact_lock(1885827446, $1)` // the lock pgque.tick_queue() tries (sql/engine/260_tick_queue.sql)
 	qSubscribe    = `SELECT pgque.subscribe($1, $2)`
 	qReceive      = `SELECT msg_id, batch_id FROM pgque.receive($1, $2, 1000)`
 	qAck          = `SELECT pgque.ack($1)`

@@ -63,7 +63,7 @@ GRANT EXECUTE ON FUNCTION
     pgque.lock_id_group_seed_class(), pgque.lock_id_subscription_reader_class()
 TO pgque_admin;
 
--- Partitions and consumer groups (the broker's functions, sql/install/98_*).
+-- Partitions and consumer groups (the broker's functions, sql/broker/).
 GRANT EXECUTE ON FUNCTION
     pgque.message_uuid(int, bigint, timestamptz), pgque.broker_options(jsonb),
     pgque.group_cursor_info(text)

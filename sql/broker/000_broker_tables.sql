@@ -1,4 +1,4 @@
--- 98_00_broker_tables.sql: the tables of the partitioned log's readers (the
+-- broker/000_broker_tables.sql: the tables of the partitioned log's readers (the
 -- broker: partitions, consumer groups, dedup). Every statement is re-runnable.
 -- The 98_* block installs after the engine's core and before sql/procedures.
 --

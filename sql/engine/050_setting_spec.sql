@@ -1,4 +1,4 @@
--- 09_setting_spec.sql: every installation setting's one definition - its
+-- 050_setting_spec.sql: every installation setting's one definition - its
 -- default, its kind and range, its description - and the seeding of
 -- pgque.settings from it. set_setting validates against it and resets to
 -- its default; set_tick_period_ms and set_queue_config read the tick-period

@@ -1,4 +1,4 @@
--- 01_roles.sql: the three cluster-wide roles.
+-- 010_roles.sql: the three cluster-wide roles.
 --
 -- pgque_reader (consume) and pgque_writer (produce) are siblings; pgque_admin
 -- is a member of both and manages queues. Creating them needs CREATEROLE; when

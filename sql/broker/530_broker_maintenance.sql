@@ -1,4 +1,4 @@
--- 98_76_broker_maintenance.sql: the brokers' maintenance switches, shared by
+-- broker/530_broker_maintenance.sql: the brokers' maintenance switches, shared by
 -- every broker of the database (POST /api/v1/system/maintenance[/pop]).
 --   push  pushes (and transactions with pushes, DLQ replays) are refused
 --         with 503 and Retry-After: nothing is buffered, nothing stored;

@@ -135,7 +135,7 @@ BEGIN
         v_missed := true;
     END;
 
-    -- The broker's group-cursor and dedup tables (98_40_group_rotate.sql),
+    -- The broker's group-cursor and dedup tables (sql/broker/340_group_rotate.sql),
     -- last (a broker pop reads the tick table before its cursors), under
     -- the same lock wait; it reports a miss in pgque.rotation_missed.
     PERFORM set_config('pgque.rotation_missed', '', true);

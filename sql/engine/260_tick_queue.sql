@@ -2,7 +2,7 @@
 -- i_own_inserted, i_xids): make one tick for a queue, unless another session
 -- holds the queue's tick lock (then skip: NULL) or a tick newer than
 -- i_last_tick_id appeared meanwhile (another ticker won): tick_prepare (the
--- visibility rules, the parameters' meaning and order: 40_1_tick_prepare.sql)
+-- visibility rules, the parameters' meaning and order: 250_tick_prepare.sql)
 -- and the INSERT of its row. For callers outside any exception block
 -- (ticker(queue), broker_tick); ticker() prepares all due queues first.
 -- Must run in READ COMMITTED (tick_prepare raises otherwise).

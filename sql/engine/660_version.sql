@@ -1,5 +1,5 @@
 -- pgque.version(): the engine version installed (keep in step with
--- internal/install.Version and 00_preamble.sql). Locks: none.
+-- internal/install.Version and 000_preamble.sql). Locks: none.
 -- Called by: pgquectl version/install, clients.
 CREATE OR REPLACE FUNCTION pgque.version()
 RETURNS text

@@ -1,9 +1,9 @@
--- 04_lock_ids.sql: the one home of the engine's advisory-lock ids. Every
+-- 040_lock_ids.sql: the one home of the engine's advisory-lock ids. Every
 -- engine file takes and reads its locks through these functions, never a
 -- number (sql/lock_ids_test.go fails on a literal elsewhere; internal/locks
 -- holds the same ids for pgquectl and a test checks it against these). Two
 -- files keep the numbers because they run without the engine: the install
--- lock in 00_preamble.sql (before anything exists) and in
+-- lock in 000_preamble.sql (before anything exists) and in
 -- uninstall/uninstall.sql (the schema may be gone); the test checks them too.
 --
 -- Each is plain SQL without a SET clause, returning a constant and

@@ -1,4 +1,4 @@
--- 03_tables.sql: the engine's tables. Every statement is re-runnable.
+-- 030_tables.sql: the engine's tables. Every statement is re-runnable.
 --
 -- Write patterns (why the tables look the way they do):
 --   event_<q>_<n>  insert-only, rotated by TRUNCATE: a held xmin cannot bloat them.
@@ -6,7 +6,7 @@
 --                  TRUNCATEd when no reader needs any of its ticks.
 --   subscription_<g> cursor rows updated once per acknowledged delivery
 --                  (receive() writes its delivery to the unlogged sequences
---                  delivery_<sub_id>_*, see 55_delivery_seqs.sql); three
+--                  delivery_<sub_id>_*, see 380_delivery_seqs.sql); three
 --                  children, live rows are moved to the next child and the
 --                  old one TRUNCATEd in a later transaction, so dead tuples
 --                  stay bounded.
@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS pgque.settings (
     description text NOT NULL
 );
 -- Its rows, with their defaults and ranges, come from pgque.setting_spec()
--- (09_setting_spec.sql).
+-- (050_setting_spec.sql).
 
 -- Queues.
 CREATE TABLE IF NOT EXISTS pgque.queue (

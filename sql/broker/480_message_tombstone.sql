@@ -1,4 +1,4 @@
--- 98_70_message_tombstone.sql: deleted messages (DELETE /api/v1/messages).
+-- broker/480_message_tombstone.sql: deleted messages (DELETE /api/v1/messages).
 -- Event rows are insert-only and rotated by TRUNCATE: a delete never
 -- updates nor deletes one. It records the event here instead, and every
 -- consumer-group read of a range skips it (pgque.group_range_sql), so a

@@ -1,4 +1,4 @@
--- 02_types.sql: composite types of the API.
+-- 020_types.sql: composite types of the API.
 
 -- pgque.message: one event as receive() returns it (PgQue 0.2 shape).
 DO $types$

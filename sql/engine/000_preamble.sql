@@ -1,4 +1,4 @@
--- 00_preamble.sql: pin the install's search_path, serialize installs, make
+-- 000_preamble.sql: pin the install's search_path, serialize installs, make
 -- sure schema pgque is ours (create it, or refuse one we did not create),
 -- refuse a downgrade.
 --
