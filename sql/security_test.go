@@ -1190,8 +1190,10 @@ SELECT p.oid::regprocedure::text
    -- inlinable helpers (see the search_path check): the entry points' plans
    -- inline them (parsed under their pinned path), so they are never called
    AND p.oid::regprocedure::text NOT IN ('pgque.message_uuid(integer,bigint,timestamp with time zone)', 'pgque.ticker_idle()')
-   -- the advisory-lock ids: folded to their constants when a plan is made
+   -- the advisory-lock ids and the queue-mode group: folded to their
+   -- constants when a plan is made
    AND p.proname !~ '^lock_id_'
+   AND p.proname NOT IN ('queue_mode_group', 'group_name_or_default')
  ORDER BY 1`)
 		if err != nil {
 			t.Fatal(err)
@@ -1435,7 +1437,10 @@ func TestSecurityCatalog(t *testing.T) {
 	                 AND NOT ((p.oid::regprocedure::text = ANY ('{"pgque.message_uuid(integer,bigint,timestamp with time zone)","pgque.ticker_idle()"}')
 	                           AND p.provolatile IN ('i', 'v')
 	                           -- the advisory-lock ids (040_lock_ids.sql): constants
-	                           OR p.proname ~ '^lock_id_' AND p.pronargs = 0 AND p.provolatile = 's')
+	                           OR p.proname ~ '^lock_id_' AND p.pronargs = 0 AND p.provolatile = 's'
+	                           -- the queue-mode group (045_queue_mode.sql): a constant, and
+	                           -- COALESCE / NULLIF over it (SQL-standard bodies, parsed once)
+	                           OR p.proname IN ('queue_mode_group', 'group_name_or_default') AND p.provolatile = 's')
 	                          AND NOT p.prosecdef
 	                          AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
 	               ORDER BY 1`); len(l) != 0 {

@@ -134,9 +134,7 @@ func (c *AckCombiner) Ack(ctx context.Context, scope Scope, parts []AckPart) ([]
 		if len(p.Acks) == 0 {
 			continue
 		}
-		if p.Group == "" {
-			p.Group = QueueMode // the SQL's default: one call for both spellings
-		}
+		p.Group = GroupOrDefault(p.Group) // the SQL's default: one call for both spellings
 		ac.parts = append(ac.parts, p)
 		ac.items += len(p.Acks)
 	}

@@ -75,10 +75,7 @@ type PopResult struct {
 }
 
 func (p Pop) args(parts any) []any {
-	group := p.Group
-	if group == "" {
-		group = QueueMode
-	}
+	group := GroupOrDefault(p.Group)
 	maxParts := p.MaxPartitions
 	if maxParts == 0 {
 		maxParts = 1

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 func benchList(b *testing.B, o Options, parts, groups int) (*HotList, string, []string) {
@@ -11,7 +13,7 @@ func benchList(b *testing.B, o Options, parts, groups int) (*HotList, string, []
 	o.Logger = quietLogger()
 	o.EmptyGrace = -1
 	h := New(o)
-	key := Key("t", "bench")
+	key := queuekey.Make("t", "bench")
 	names := make([]string, parts)
 	for i := range names {
 		names[i] = fmt.Sprintf("p%05d", i)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/hotlist"
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // The broker's wildcard pop with the hot-list: check out candidates, run
@@ -13,7 +14,7 @@ import (
 // the drop guard.
 func ExampleHotList() {
 	h := hotlist.New(hotlist.Options{EmptyGrace: -1})
-	key := hotlist.Key("default", "orders")
+	key := queuekey.Make("default", "orders")
 	ctx := context.Background()
 
 	pop := func() {

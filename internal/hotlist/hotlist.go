@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // HotList is the in-memory candidate source. All methods are safe for
@@ -76,7 +78,7 @@ func (h *HotList) traced(key string) bool {
 	if h.o.TracePrefix == "" {
 		return false
 	}
-	_, q := SplitKey(key)
+	_, q := queuekey.Split(key)
 	return strings.HasPrefix(q, h.o.TracePrefix)
 }
 
@@ -84,7 +86,7 @@ func (h *HotList) trace(key, msg string, args ...any) {
 	h.o.Logger.Info("hotlist trace: "+msg, append([]any{"key", printableKey(key)}, args...)...)
 }
 
-func printableKey(key string) string { return strings.Replace(key, KeySep, "/", 1) }
+func printableKey(key string) string { return strings.Replace(key, queuekey.Sep, "/", 1) }
 
 // SetQueueOptions records a queue's delayedProcessing and windowBuffer
 // (the broker calls it on configure and when it first serves a queue).
@@ -467,7 +469,7 @@ func (q *queue) dropRing(group string) bool {
 // GroupDeleted forgets group's rings on every queue of tenant (the DELETE
 // /consumer-groups/:group route). It returns how many rings were dropped.
 func (h *HotList) GroupDeleted(tenant, group string) int {
-	prefix := tenant + KeySep
+	prefix := queuekey.Make(tenant, "")
 	n := 0
 	for _, q := range h.snapshot() {
 		if !strings.HasPrefix(q.key, prefix) {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // fakeReseeder serves fixed rows per (key, group) and counts calls.
@@ -53,7 +55,7 @@ func setup(t *testing.T, o Options) *env {
 		o.Reseeder = rs
 	}
 	o.Rand = func(n int64) int64 { return n / 2 }
-	return &env{h: New(o), clock: c, rs: rs, key: Key("t", "q")}
+	return &env{h: New(o), clock: c, rs: rs, key: queuekey.Make("t", "q")}
 }
 
 func cmpLogger(l *slog.Logger) *slog.Logger {
@@ -332,7 +334,7 @@ func TestColdReseedErrorKeepsRingCold(t *testing.T) {
 
 func TestMarksReachEveryRingAndTenantScopedGroupDelete(t *testing.T) {
 	e := setup(t, Options{})
-	other := Key("u", "q")
+	other := queuekey.Make("u", "q")
 	for _, g := range []string{"g1", "g2"} {
 		e.listed(t, g)
 		if _, err := e.h.Checkout(ctxT(t), Request{Key: other, Group: g, Batch: 1}); err != nil {
@@ -480,7 +482,7 @@ func TestSweepDropsIdleQueues(t *testing.T) {
 	e := setup(t, Options{EmptyGrace: -1})
 	const n = 100000
 	for i := 0; i < n; i++ {
-		key := Key("t", fmt.Sprintf("rand-%x", uint32(i)*2654435761))
+		key := queuekey.Make("t", fmt.Sprintf("rand-%x", uint32(i)*2654435761))
 		e.h.Mark(key, PartRef{ID: NoID, Name: "p"}, SourcePush)
 		co, err := e.h.Checkout(ctxT(t), Request{Key: key, Group: "g", Batch: 10})
 		if err != nil {
@@ -518,7 +520,7 @@ func TestTraceAndSummaryLog(t *testing.T) {
 	e := setup(t, Options{Logger: l, TracePrefix: "q"})
 	e.listed(t, "g")
 	e.mark("a")
-	e.h.Mark(Key("t", "other"), PartRef{ID: NoID, Name: "b"}, SourcePush)
+	e.h.Mark(queuekey.Make("t", "other"), PartRef{ID: NoID, Name: "b"}, SourcePush)
 	e.h.LogStats(Stats{})
 	mu.Lock()
 	out := buf.String()
@@ -551,7 +553,7 @@ func TestStartStop(t *testing.T) {
 	defer cancel()
 	h.Start(ctx)
 	h.Start(ctx)
-	key := Key("t", "q")
+	key := queuekey.Make("t", "q")
 	wake, unsub := h.Subscribe(key)
 	defer unsub()
 	h.Mark(key, PartRef{ID: NoID, Name: "a"}, SourcePush)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // The background loops run on demand: these tests use the real clock and
@@ -75,7 +77,7 @@ func waitWake(t *testing.T, wake <-chan struct{}, what string) time.Time {
 func TestWakeLoopSleepsWhileIdle(t *testing.T) {
 	const tick = time.Millisecond
 	h := startIdle(t, Options{WakeTick: tick, EmptyGrace: -1})
-	key := Key("t", "q")
+	key := queuekey.Make("t", "q")
 	co, err := h.Checkout(ctxT(t), Request{Key: key, Group: "g", Batch: 1}) // the ring
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +121,7 @@ func TestWakeLoopSleepsWhileIdle(t *testing.T) {
 func TestWakeLoopQuietMarkAfterIdle(t *testing.T) {
 	const tick = 5 * time.Millisecond
 	h := startIdle(t, Options{WakeTick: tick})
-	key := Key("t", "q")
+	key := queuekey.Make("t", "q")
 	wake, unsub := h.Subscribe(key)
 	defer unsub()
 	settle(t, "wake", &h.st.wakeLoop)
@@ -171,7 +173,7 @@ func TestWakeLoopParkedEntryWhileAsleep(t *testing.T) {
 func TestWakeLoopSubscribeAfterPark(t *testing.T) {
 	const tick = time.Millisecond
 	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
-	key := Key("t", "q")
+	key := queuekey.Make("t", "q")
 	park := leaseLater(t, h, key)
 	until := time.Now().Add(300 * time.Millisecond)
 	park(until)
@@ -189,7 +191,7 @@ func TestHintLoopSendsAfterIdle(t *testing.T) {
 	const flush = time.Millisecond
 	p := &fakePeers{peers: true}
 	h := startIdle(t, Options{Peers: p, HintFlush: flush})
-	key := Key("t", "q")
+	key := queuekey.Make("t", "q")
 	settle(t, "hint", &h.st.hintLoop)
 	stillIdle(t, "hint", &h.st.hintLoop, 200*flush)
 	h.Mark(key, PartRef{ID: NoID, Name: "a"}, SourcePush)
@@ -235,7 +237,7 @@ func TestWakeLoopNapsUntilParkedEntry(t *testing.T) {
 func TestWakeLoopNapCutShort(t *testing.T) {
 	const tick = time.Millisecond
 	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
-	late, early := Key("t", "late"), Key("t", "early")
+	late, early := queuekey.Make("t", "late"), queuekey.Make("t", "early")
 	parkLate, parkEarly := leaseLater(t, h, late), leaseLater(t, h, early)
 	_, unsubLate := h.Subscribe(late)
 	defer unsubLate()
@@ -268,7 +270,7 @@ func wokenAfter(t *testing.T, got, until time.Time, late time.Duration, why stri
 func parkedGate(t *testing.T, tick time.Duration) (*HotList, func(time.Time), <-chan struct{}) {
 	t.Helper()
 	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
-	key := Key("t", "q")
+	key := queuekey.Make("t", "q")
 	park := leaseLater(t, h, key)
 	wake, unsub := h.Subscribe(key)
 	t.Cleanup(unsub)
@@ -283,7 +285,7 @@ func parkedGate(t *testing.T, tick time.Duration) (*HotList, func(time.Time), <-
 func TestWakeLoopLaterEntryDoesNotKick(t *testing.T) {
 	const tick = time.Millisecond
 	h := startIdle(t, Options{WakeTick: tick, LeasedSlack: time.Millisecond})
-	key := Key("t", "q")
+	key := queuekey.Make("t", "q")
 	co, err := h.Checkout(ctxT(t), Request{Key: key, Group: "g", Batch: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -346,7 +348,7 @@ func TestWakeLoopSecondGateDoesNotKick(t *testing.T) {
 		r = n
 	}
 	before := h.st.wakeLoop.rounds.Load()
-	wake2, unsub := h.Subscribe(Key("t", "q"))
+	wake2, unsub := h.Subscribe(queuekey.Make("t", "q"))
 	defer unsub()
 	time.Sleep(200 * time.Millisecond)
 	if time.Now().Before(until) {

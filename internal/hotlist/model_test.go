@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // sim drives random operations against a HotList and the model database.
@@ -35,7 +37,7 @@ func newSim(t testing.TB, o Options) *sim {
 	s := &sim{h: New(o), db: db, clock: c, groups: []string{"__QUEUE_MODE__", "g1", "g2"}, parts: 24}
 	for _, tn := range tenants {
 		for q := 0; q < 3; q++ {
-			s.keys = append(s.keys, Key(tn, fmt.Sprintf("q%d", q)))
+			s.keys = append(s.keys, queuekey.Make(tn, fmt.Sprintf("q%d", q)))
 		}
 	}
 	return s
@@ -137,7 +139,7 @@ func (s *sim) stepDepth(t testing.TB, rng *rand.Rand, held *[]heldLease, depth i
 		tn := tenants[rng.IntN(len(tenants))]
 		var keys []string
 		for _, k := range s.keys {
-			if strings.HasPrefix(k, tn+KeySep) {
+			if strings.HasPrefix(k, queuekey.Make(tn, "")) {
 				keys = append(keys, k)
 			}
 		}

@@ -18,24 +18,8 @@ package hotlist
 
 import (
 	"context"
-	"strings"
 	"time"
 )
-
-// KeySep separates tenant and queue in a key: the same bytes as the
-// long-poll wake gates, so one key addresses both.
-const KeySep = "\x1f"
-
-// Key is the identity of a queue: "<tenant>\x1f<queue>".
-func Key(tenant, queue string) string { return tenant + KeySep + queue }
-
-// SplitKey undoes Key. A key without a separator is a queue of tenant "".
-func SplitKey(key string) (tenant, queue string) {
-	if i := strings.Index(key, KeySep); i >= 0 {
-		return key[:i], key[i+len(KeySep):]
-	}
-	return "", key
-}
 
 // NoID marks a partition whose database id the hot-list has not learned
 // yet (it was only named by a push).
@@ -128,7 +112,7 @@ type Verdict struct {
 
 // Request describes one wildcard pop.
 type Request struct {
-	Key        string // Key(tenant, queue)
+	Key        string // queuekey.Make(tenant, queue)
 	Group      string // consumer group ("" is the caller's business: pass its real name)
 	Batch      int    // messages wanted (>= 1)
 	Partitions int    // most partitions to claim (0 = 1)

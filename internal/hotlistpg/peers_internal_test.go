@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/hotlist"
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // Hints survive the NOTIFY payload round trip (control bytes, tenant
@@ -20,7 +21,7 @@ func TestTransportPayloads(t *testing.T) {
 	b.setReceiver(func(h []hotlist.Hint) { got = append(got, h...) })
 	var sent []hotlist.Hint
 	for i := range 1000 {
-		sent = append(sent, hotlist.Hint{Key: hotlist.Key("t", fmt.Sprintf("queue-%d", i%7)),
+		sent = append(sent, hotlist.Hint{Key: queuekey.Make("t", fmt.Sprintf("queue-%d", i%7)),
 			Partition: fmt.Sprintf("p\"\x01\\-%d", i), ID: int32(i - 1)})
 	}
 	payloads := a.encode(sent)

@@ -14,10 +14,11 @@ import (
 
 	"github.com/pgquectl/pgquectl/internal/broker"
 	"github.com/pgquectl/pgquectl/internal/hotlist"
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // Names maps the broker's stored queue names (tenant-scoped names
-// included) to hot-list keys ("<tenant>\x1f<queue>", the wake-gate bytes)
+// included) to hot-list keys (queuekey.Make: the wake-gate bytes)
 // and back.
 type Names struct {
 	Key    func(stored string) string
@@ -29,7 +30,7 @@ type Config struct {
 	// DB runs the reseed scans (a pool: reseeds run in the background).
 	DB broker.Querier
 	// Names maps stored queue names and keys; nil functions mean the
-	// identity of the default tenant (key = "\x1f" + name).
+	// identity of the default tenant (key = queuekey.Make("", name)).
 	Names Names
 	// Options are the hot-list's knobs; Reseeder is set here, Peers
 	// is taken from Peers below.
@@ -68,10 +69,10 @@ func New(cfg Config) *Source {
 	s := &Source{names: cfg.Names, peers: cfg.Peers, replayRepeat: time.Second,
 		optsTTL: OptionsTTL, opts: map[string]time.Time{}}
 	if s.names.Key == nil {
-		s.names.Key = func(stored string) string { return hotlist.Key("", stored) }
+		s.names.Key = func(stored string) string { return queuekey.Make("", stored) }
 	}
 	if s.names.Stored == nil {
-		s.names.Stored = func(key string) string { _, q := hotlist.SplitKey(key); return q }
+		s.names.Stored = func(key string) string { _, q := queuekey.Split(key); return q }
 	}
 	o := cfg.Options
 	o.ClaimsSeeMarks = true // pop_list: a range closes at the claim's own snapshot
@@ -129,12 +130,7 @@ func (s *Source) Subscribe(stored string) (<-chan struct{}, func()) {
 	return s.h.Subscribe(s.names.Key(stored))
 }
 
-func groupOf(g string) string {
-	if g == "" {
-		return broker.QueueMode
-	}
-	return g
-}
+func groupOf(g string) string { return broker.GroupOrDefault(g) }
 
 // Pop serves one wildcard pop: check out candidates, one pop_list call
 // over them, check in by verdict. The deferred Release is the drop guard:

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -55,13 +56,7 @@ func ackParts(group string, items []ackItem, field string) ([]broker.AckPart, []
 		if err != nil {
 			return nil, nil, err
 		}
-		g := it.ConsumerGroup
-		if g == "" {
-			g = group
-		}
-		if g == "" {
-			g = broker.QueueMode
-		}
+		g := broker.GroupOrDefault(cmp.Or(it.ConsumerGroup, group))
 		k, ok := byGroup[g]
 		if !ok {
 			k = len(parts)
@@ -169,13 +164,7 @@ func (s *Server) afterAcks(res []broker.AckResult, items []ackItem, group string
 		s.metrics.acks.WithLabelValues(status, strconv.FormatBool(a.Success)).Inc()
 		if a.LeaseReleased && a.Queue != "" {
 			released[a.Queue] = append(released[a.Queue], a.PartitionID)
-			g := items[i].ConsumerGroup
-			if g == "" {
-				g = group
-			}
-			if g == "" {
-				g = broker.QueueMode
-			}
+			g := broker.GroupOrDefault(cmp.Or(items[i].ConsumerGroup, group))
 			// (a completed ack may release the lease for a retry held
 			// ahead of it: the SQL says which)
 			notes[a.Queue] = append(notes[a.Queue], broker.AckNote{Group: g, PartitionID: a.PartitionID,

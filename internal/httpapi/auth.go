@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // Roles of the bearer token (claim "role", a string, or "roles", a list).
@@ -56,7 +58,7 @@ func (s *Server) authorize(r *http.Request, need access) (string, error) {
 		jwt.WithValidMethods([]string{"HS256", "HS384", "HS512"})); err != nil {
 		return "", errAuthRequired
 	}
-	if strings.Contains(c.Tenant, tenantSep) || strings.ContainsRune(c.Tenant, 0x1f) {
+	if strings.Contains(c.Tenant, tenantSep) || strings.ContainsRune(c.Tenant, queuekey.SepRune) {
 		return "", errAuthRequired
 	}
 	roles := c.Roles

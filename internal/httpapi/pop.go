@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
-	"github.com/pgquectl/pgquectl/internal/wake"
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // popQuery is the parsed query string of a pop.
@@ -146,7 +146,7 @@ func (s *Server) popLabel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tenant := tenantOf(r)
-	return s.serveResult(w, r, q, wake.Key(tenant, ""), shareKey(q, "label", ns, task), nil, func(ctx context.Context) (string, broker.PopResult, error) {
+	return s.serveResult(w, r, q, queuekey.Make(tenant, ""), shareKey(q, "label", ns, task), nil, func(ctx context.Context) (string, broker.PopResult, error) {
 		// Labels are stored tenant-scoped (configure), so a tenant's
 		// label pop only finds that tenant's queues; the SQL pops only the
 		// caller's tenant's queues besides.
@@ -202,10 +202,7 @@ type popResponse struct {
 func isoMillis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 func (s *Server) popResponse(r *http.Request, stored string, p broker.Pop, res broker.PopResult) popResponse {
-	group := p.Group
-	if group == "" {
-		group = broker.QueueMode
-	}
+	group := broker.GroupOrDefault(p.Group)
 	queue, _ := clientName(r, stored)
 	out := popResponse{Success: true, Queue: queue, ConsumerGroup: group, LeaseID: res.LeaseID,
 		Messages: make([]popMessage, len(res.Messages))}

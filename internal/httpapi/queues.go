@@ -111,10 +111,7 @@ func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	group := r.URL.Query().Get("consumerGroup")
-	if group == "" {
-		group = broker.QueueMode
-	}
+	group := broker.GroupOrDefault(r.URL.Query().Get("consumerGroup"))
 	ctx, cancel := dbCtx(r)
 	defer cancel()
 	parts, err := broker.QueueDepth(ctx, s.pool, q, group)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // access is who may call a route (auth on): one of the four role sets.
@@ -136,7 +138,7 @@ func (s *Server) wrap(rt route) http.Handler {
 		if err == nil {
 			if tenant == "" && s.cfg.TenantHeader != "" && len(s.cfg.AuthSecret) == 0 {
 				tenant = r.Header.Get(s.cfg.TenantHeader)
-				if strings.Contains(tenant, tenantSep) || strings.ContainsRune(tenant, 0x1f) {
+				if strings.Contains(tenant, tenantSep) || strings.ContainsRune(tenant, queuekey.SepRune) {
 					err = badRequest("the tenant header must not contain U+241F or 0x1f")
 				} else {
 					err = checkText("the tenant header", tenant)

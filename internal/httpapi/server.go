@@ -25,6 +25,7 @@ import (
 	"github.com/pgquectl/pgquectl/internal/config"
 	"github.com/pgquectl/pgquectl/internal/hotlist"
 	"github.com/pgquectl/pgquectl/internal/hotlistpg"
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 	"github.com/pgquectl/pgquectl/internal/wake"
 )
 
@@ -215,7 +216,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) wakeLocal(stored string) {
 	tenant, _ := splitStored(stored)
 	s.gates.Signal(gateKey(stored))
-	s.gates.Signal(wake.Key(tenant, ""))
+	s.gates.Signal(queuekey.Make(tenant, ""))
 }
 
 // StartBackground starts the services that run beside the HTTP listener

@@ -6,13 +6,13 @@ import (
 	"strings"
 
 	"github.com/pgquectl/pgquectl/internal/broker"
-	"github.com/pgquectl/pgquectl/internal/wake"
+	"github.com/pgquectl/pgquectl/internal/queuekey"
 )
 
 // Tenancy: a queue's identity is (tenant, name). The default tenant ("")
 // stores a queue under its own name; another tenant's queue is stored as
 // "<tenant>␟<name>" (U+241F: queue names may not hold control characters,
-// so not the wake key's 0x1f), so tenants never see each other's queues.
+// so not the wake key's queuekey.Sep), so tenants never see each other's queues.
 // Client names and tenants may not contain U+241F.
 const tenantSep = "\u241f"
 
@@ -71,19 +71,16 @@ func splitStored(stored string) (tenant, queue string) {
 }
 
 // gateKey is the wake gate (and hot-list) key of a stored queue name:
-// wake.Key(tenant, name).
+// queuekey.Make(tenant, name).
 func gateKey(stored string) string {
 	t, q := splitStored(stored)
-	return wake.Key(t, q)
+	return queuekey.Make(t, q)
 }
 
 // storedOfKey undoes gateKey: the stored queue name of a gate / hot-list
 // key.
 func storedOfKey(key string) string {
-	t, q, ok := strings.Cut(key, "\x1f")
-	if !ok {
-		return key
-	}
+	t, q := queuekey.Split(key)
 	if t == "" {
 		return q
 	}

@@ -2,14 +2,11 @@
 // waits on the gate of its queue (no database connection held) and a push
 // to that queue, local or announced by a peer broker, opens it.
 //
-// Gates are keyed by Key(tenant, queue): "<tenant>\x1f<queue>", the same
-// bytes the hot-list uses for its per-queue state.
+// Gates are keyed by queuekey.Make(tenant, queue), the same bytes the
+// hot-list uses for its per-queue state.
 package wake
 
 import "sync"
-
-// Key is the gate (and hot-list) key of a queue of a tenant.
-func Key(tenant, queue string) string { return tenant + "\x1f" + queue }
 
 // Gates is a set of wake gates. The zero value is not usable; use New.
 type Gates struct {

@@ -36,7 +36,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM pgque.group_subscription WHERE gs_queue = i_queue_id AND gs_group = v_id) THEN
         RETURN v_id;
     END IF;
-    IF i_group = '__QUEUE_MODE__' THEN
+    IF i_group = pgque.queue_mode_group() THEN
         v_mode := 'all';
     ELSIF i_from IS NOT NULL THEN
         v_mode := 'from';

@@ -24,7 +24,7 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     SELECT q.queue_id INTO v_queue FROM pgque.queue q WHERE q.queue_name = i_queue;
-    SELECT g.grp_id INTO v_group FROM pgque.broker_group g WHERE g.grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__');
+    SELECT g.grp_id INTO v_group FROM pgque.broker_group g WHERE g.grp_name = pgque.group_name_or_default(i_group);
     IF v_queue IS NULL THEN
         RETURN;
     END IF;

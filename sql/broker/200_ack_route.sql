@@ -19,7 +19,7 @@ AS $$
     SELECT p.part_queue, p.part_id, q.queue_cur_table, q.queue_name, g.grp_id
       FROM pgque.partition p
       JOIN pgque.queue q ON q.queue_id = p.part_queue
-      JOIN pgque.broker_group g ON g.grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__')
+      JOIN pgque.broker_group g ON g.grp_name = pgque.group_name_or_default(i_group)
      WHERE p.part_uuid = i_partition
        AND (i_tenant IS NULL OR pgque.queue_in_tenant(q.queue_name, i_tenant));
 $$;

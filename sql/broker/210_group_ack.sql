@@ -175,7 +175,7 @@ BEGIN
           INTO f_queue, f_part, f_table, f_qname, v_group
           FROM pgque.partition p
           JOIN pgque.queue q ON q.queue_id = p.part_queue
-          JOIN pgque.broker_group g ON g.grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__')
+          JOIN pgque.broker_group g ON g.grp_name = pgque.group_name_or_default(i_group)
          WHERE p.part_uuid = i_partition_ids[1]
            AND (i_tenant IS NULL OR pgque.queue_in_tenant(q.queue_name, i_tenant));
         IF FOUND THEN
@@ -208,7 +208,7 @@ BEGIN
           LEFT JOIN pgque.partition p ON p.part_uuid = u.pu
           LEFT JOIN pgque.queue q ON q.queue_id = p.part_queue AND pgque.queue_in_tenant(q.queue_name, i_tenant);
     END IF;
-    SELECT grp_id INTO v_group FROM pgque.broker_group WHERE grp_name = coalesce(nullif(i_group, ''), '__QUEUE_MODE__');
+    SELECT grp_id INTO v_group FROM pgque.broker_group WHERE grp_name = pgque.group_name_or_default(i_group);
     -- Lock every cursor of the batch at once, in key order (no deadlock
     -- between two batches naming the same cursors in other orders): the
     -- items' (queue, partition) keys sorted, each cursor probed by its key

@@ -19,14 +19,14 @@
 -- subscription; docs/design/broker.md "Rotation").
 -- Locks: ACCESS SHARE on the group_cursor children. Writes: nothing.
 -- Called by: the broker (GET /api/v1/status/queues/:queue), operators.
-CREATE OR REPLACE FUNCTION pgque.queue_depth(i_queue_name text, i_group text DEFAULT '__QUEUE_MODE__')
+CREATE OR REPLACE FUNCTION pgque.queue_depth(i_queue_name text, i_group text DEFAULT pgque.queue_mode_group())
 RETURNS TABLE (partition_name text, partition_uuid uuid, retained bigint, pending bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
 DECLARE
     v_queue    pgque.queue := pgque.find_queue(i_queue_name);
-    v_group    text := coalesce(nullif(i_group, ''), '__QUEUE_MODE__');
+    v_group    text := pgque.group_name_or_default(i_group);
     v_group_id int;
     v_tables   int[];
     v_retained text[] := '{}';
@@ -34,7 +34,7 @@ DECLARE
     v_guc      text[];
 BEGIN
     SELECT g.grp_id INTO v_group_id FROM pgque.broker_group g WHERE g.grp_name = v_group;
-    IF v_group <> '__QUEUE_MODE__' AND NOT EXISTS (
+    IF v_group <> pgque.queue_mode_group() AND NOT EXISTS (
             SELECT 1 FROM pgque.group_subscription gs WHERE gs.gs_queue = v_queue.queue_id AND gs.gs_group = v_group_id) THEN
         RAISE EXCEPTION 'pgque: consumer group "%" has not subscribed to queue "%"', left(v_group, 255), i_queue_name
             USING ERRCODE = 'undefined_object', HINT = 'A group subscribes on its first pop.';

@@ -33,8 +33,8 @@ BEGIN
         RAISE EXCEPTION 'pgque: invalid consumer group name %: 1..255 bytes without control characters',
             coalesce('"' || left(i_group, 64) || '"', 'NULL') USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF i_group = '__QUEUE_MODE__' THEN
-        RAISE EXCEPTION 'pgque: the queue-mode group __QUEUE_MODE__ always reads every retained event; its subscription cannot change'
+    IF i_group = pgque.queue_mode_group() THEN
+        RAISE EXCEPTION 'pgque: the queue-mode group % always reads every retained event; its subscription cannot change', pgque.queue_mode_group()
             USING ERRCODE = 'invalid_parameter_value', HINT = 'Seek it per queue instead.';
     END IF;
     UPDATE pgque.group_subscription gs

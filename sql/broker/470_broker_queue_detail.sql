@@ -60,9 +60,9 @@ BEGIN
     -- pending per partition of the worst group: named groups, else queue mode
     v_groups := ARRAY(SELECT g.grp_name FROM pgque.group_subscription gs
                         JOIN pgque.broker_group g ON g.grp_id = gs.gs_group
-                       WHERE gs.gs_queue = v_queue.queue_id AND g.grp_name <> '__QUEUE_MODE__');
+                       WHERE gs.gs_queue = v_queue.queue_id AND g.grp_name <> pgque.queue_mode_group());
     IF cardinality(v_groups) = 0 THEN
-        v_groups := ARRAY['__QUEUE_MODE__'];
+        v_groups := ARRAY[pgque.queue_mode_group()];
     END IF;
     SELECT coalesce(jsonb_object_agg(d.partition_uuid, d.pending), '{}')
       INTO v_pend

@@ -66,10 +66,10 @@ AS $$
                 WHEN a.lease IS NOT NULL THEN 'processing'
                 ELSE 'pending' END,
            a.bus_passed::int, a.bus::int, a.qlease
-      FROM (SELECT count(*) FILTER (WHERE m.group_name <> '__QUEUE_MODE__') AS bus,
-                   count(*) FILTER (WHERE m.group_name <> '__QUEUE_MODE__' AND m.passed) AS bus_passed,
-                   bool_or(m.group_name = '__QUEUE_MODE__' AND m.passed) AS q_passed,
+      FROM (SELECT count(*) FILTER (WHERE m.group_name <> pgque.queue_mode_group()) AS bus,
+                   count(*) FILTER (WHERE m.group_name <> pgque.queue_mode_group() AND m.passed) AS bus_passed,
+                   bool_or(m.group_name = pgque.queue_mode_group() AND m.passed) AS q_passed,
                    max(m.lease_until) AS lease,
-                   max(m.lease_until) FILTER (WHERE m.group_name = '__QUEUE_MODE__') AS qlease
+                   max(m.lease_until) FILTER (WHERE m.group_name = pgque.queue_mode_group()) AS qlease
               FROM pgque.message_state(i_queue_id, i_part_id, i_ev_id, i_ev_txid, i_ev_time, i_ev_owner) m) a;
 $$;

@@ -97,8 +97,8 @@ RETURNS TABLE (has_queue_mode boolean, bus_groups int)
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pgque, pg_temp
 AS $$
-    SELECT coalesce(bool_or(g.grp_name = '__QUEUE_MODE__'), false),
-           (count(DISTINCT g.grp_id) FILTER (WHERE g.grp_name <> '__QUEUE_MODE__'))::int
+    SELECT coalesce(bool_or(g.grp_name = pgque.queue_mode_group()), false),
+           (count(DISTINCT g.grp_id) FILTER (WHERE g.grp_name <> pgque.queue_mode_group()))::int
       FROM pgque.queue q
       JOIN pgque.group_subscription gs ON gs.gs_queue = q.queue_id
       JOIN pgque.broker_group g ON g.grp_id = gs.gs_group

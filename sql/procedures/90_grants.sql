@@ -62,6 +62,10 @@ GRANT EXECUTE ON FUNCTION
     pgque.lock_id_partition_intern_class(), pgque.lock_id_push_partition_class(),
     pgque.lock_id_group_seed_class(), pgque.lock_id_subscription_reader_class()
 TO pgque_admin;
+-- The queue-mode group (045_queue_mode.sql): queue_depth's default argument
+-- calls queue_mode_group() as its caller; constants, nothing else.
+GRANT EXECUTE ON FUNCTION pgque.queue_mode_group(), pgque.group_name_or_default(text)
+TO pgque_reader, pgque_writer;
 
 -- Partitions and consumer groups (the broker's functions, sql/broker/).
 GRANT EXECUTE ON FUNCTION
