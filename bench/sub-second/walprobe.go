@@ -15,6 +15,7 @@ const (
 	wpQueue     = "walprobe"
 	wpCreate    = `SELECT pgque.create_queue($1)`
 	wpPeriod    = `SELECT pgque.set_queue_config($1, 'tick_period_ms', '1')`
+	wpSubscribe = `SELECT pgque.subscribe($1, 'walprobe')` // fast ticks follow classic consumers
 	wpSend      = `SELECT pgque.send($1, '{}'::text)`
 	wpTick      = `SELECT pgque.ticker($1)`
 	wpDrop      = `SELECT pgque.drop_queue($1, true)`
@@ -28,7 +29,7 @@ const (
 // rounds (so full-page images after the last checkpoint are paid already).
 // The result documents ticker.BytesPerTick (pgquectl tick's projection).
 func probeWALPerTick(ctx context.Context, c *pgx.Conn) (float64, error) {
-	for _, st := range []string{wpCreate, wpPeriod} {
+	for _, st := range []string{wpCreate, wpPeriod, wpSubscribe} {
 		if _, err := c.Exec(ctx, st, wpQueue); err != nil {
 			return 0, fmt.Errorf("wal probe: %w", err)
 		}
