@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -485,20 +484,6 @@ func fetchProfile(ctx context.Context, addr string, d time.Duration, path string
 	return f.Close()
 }
 
-// statementClasses sort the broker's statements by the engine function
-// they call (pg_stat_statements tracks top-level statements, whose time
-// includes the function's).
-var statementClasses = []struct {
-	name string
-	re   *regexp.Regexp
-}{
-	{"pop", regexp.MustCompile(`pgque\.(pop_any|pop_list|pop_partition|pop_by_label)\s*\(`)},
-	{"reseed", regexp.MustCompile(`pgque\.group_reseed\s*\(`)},
-	{"ack", regexp.MustCompile(`pgque\.group_ack\s*\(`)},
-	{"push", regexp.MustCompile(`pgque\.push\s*\(`)},
-	{"tick", regexp.MustCompile(`pgque\.(ticker|force_next_tick)\s*\(`)},
-}
-
 // endCell reads the WAL written since s and pg_stat_statements by class.
 func (e *env) endCell(ctx context.Context, s pgSnapshot, c *Cell) error {
 	c.CPU = cpuBetween(s.cpu, e.readCPU())
@@ -519,13 +504,7 @@ func (e *env) endCell(ctx context.Context, s pgSnapshot, c *Cell) error {
 		if err := rows.Scan(&q, &calls, &ms); err != nil {
 			return err
 		}
-		class := "other"
-		for _, sc := range statementClasses {
-			if sc.re.MatchString(q) {
-				class = sc.name
-				break
-			}
-		}
+		class := statementClass(q)
 		if strings.Contains(q, "pg_stat_statements") || strings.Contains(q, "pg_current_wal_lsn") || q == "CHECKPOINT" {
 			continue // the harness's own
 		}

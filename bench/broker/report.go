@@ -267,7 +267,7 @@ func renderReport(res *Results) string {
 		}
 	}
 
-	w("\n## PostgreSQL statements per cell (pg_stat_statements: calls / total ms)\n\n| cell | push | pop | reseed | ack | scheduled tick | other |\n|---|---|---|---|---|---|---|\n")
+	w("\n## PostgreSQL statements per cell (pg_stat_statements: calls / total ms)\n\n%s\n\n| cell | push | pop | reseed | ack | scheduled tick | other |\n|---|---|---|---|---|---|---|\n", statementLegend(res))
 	for _, c := range res.Cells {
 		if c.Status != StatusMeasured {
 			continue
@@ -345,6 +345,17 @@ func renderReport(res *Results) string {
 	}
 	w(". Every cell that measures WAL starts with CHECKPOINT and resets pg_stat_statements; the wildcard cells reset without a checkpoint after a 1 s warm-up under load.\n")
 	return b.String()
+}
+
+// statementLegend says which calls the statements table's columns hold,
+// as res's cells were grouped.
+func statementLegend(res *Results) string {
+	if res.StatementGroups < 1 {
+		return "push = `pgque.push`, pop = `pop_any`, `pop_list`, `pop_partition`, `pop_by_label`, reseed = `group_reseed`, ack = `group_ack`, scheduled tick = `ticker`, `force_next_tick`. " +
+			"This results.json predates the grouping of the broker's generated calls: its `push_direct_q…`/`push_route` and `ack_direct_q…`/`ack_route` calls, if the run made any, are under other."
+	}
+	return "push = `pgque.push` and the fast path's `push_route` + `push_direct_q<id>_t<n>`, pop = `pop_any`, `pop_list`, `pop_partition`, `pop_by_label`, reseed = `group_reseed`, " +
+		"ack = `group_ack` and the fast path's `ack_route` + `ack_direct_q<id>_t<n>`, scheduled tick = `ticker`, `force_next_tick`."
 }
 
 // statementColumns are the statement classes of the statements table.

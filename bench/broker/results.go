@@ -152,4 +152,7 @@ type Results struct {
 	Interrupted    bool              `json:"interrupted,omitempty"`
 	FailedCells    int               `json:"failed_cells"`
 	BrokerLogLines []string          `json:"broker_log_warnings,omitempty"`
+	// StatementGroups is the grouping of the cells' statements
+	// (statementGroups); 0 in a results.json written before it was kept.
+	StatementGroups int `json:"statement_groups,omitempty"`
 }

@@ -28,7 +28,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, fmt.Errorf("creating %s: %w", cfg.OutDir, err)
 	}
 	res := &Results{Command: cfg.Command, Profile: cfg.Profile, Params: cfg.Params, ServeFlags: cfg.ServeFlags, Ticker: cfg.Ticker,
-		TransactionIDs: cfg.TransactionIDs, Started: time.Now().UTC(), Machine: machineFacts()}
+		TransactionIDs: cfg.TransactionIDs, StatementGroups: statementGroups, Started: time.Now().UTC(), Machine: machineFacts()}
 	e, err := setupEnv(ctx, cfg)
 	if err != nil {
 		return nil, err
