@@ -9,13 +9,14 @@
 -- parsed once at creation, so they resolve nothing through a caller's
 -- search_path. The planner inlines a call (EXPLAIN shows
 -- the constant), so they cost nothing; STABLE, not IMMUTABLE, for the
--- reason given in 04_lock_ids.sql. A SECURITY DEFINER caller calls them
+-- reason given in 040_lock_ids.sql. A SECURITY DEFINER caller calls them
 -- schema-qualified. Locks: none. Writes: nothing.
 --
 --   pgque.queue_mode_group() = '__QUEUE_MODE__'.
---   pgque.group_name_or_default(g) = g, or queue_mode_group() when g is
---     NULL or '' (what a request naming no group means).
--- Called by: the broker's group functions (98_*), queue_depth's default.
+--   pgque.group_name_or_default(i_group) = i_group, or queue_mode_group()
+--     when i_group is NULL or '' (what a request naming no group means).
+-- Called by: the broker's group functions (sql/broker/), queue_depth's
+-- default.
 CREATE OR REPLACE FUNCTION pgque.queue_mode_group()
 RETURNS pg_catalog.text
 LANGUAGE sql STABLE PARALLEL SAFE
