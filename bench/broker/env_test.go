@@ -34,7 +34,8 @@ func TestKillStaleBrokers(t *testing.T) {
 	select {
 	case <-oursDone:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the recorded process still runs")
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ours.Process.Pid))
+		t.Fatalf("the recorded process still runs (recorded as %q; /proc cmdline %q, %v)", ours.Args[0], cmdline, err)
 	}
 	select {
 	case <-otherDone:
